@@ -1,0 +1,364 @@
+/* bench-core: what one request costs the scheduler core, against a
+ * naive sorted-list scheduler, with N requests kept queued.
+ *
+ * Each operation of the steady-state loop inserts one random-offset read
+ * or write and dispatches and completes one unit, so the queue stays at
+ * N.  Offsets are distinct multiples of 8 KiB with 4 KiB lengths: never
+ * adjacent, never overlapping, so merges and hazards do not blur the
+ * cost of sorting and selecting.  The clock is fake and advances 1 us
+ * per operation, so deadlines expire as they would under load.
+ *
+ *   bench-core            the table, median of 5 timed windows per size
+ *   bench-core --smoke    a quick self-check for make check: both
+ *                         schedulers return every request exactly once
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sched.h"
+#include "naive.h"
+
+#define SLOT_SIZE  8192u
+#define REQ_LEN    4096u
+#define NR_SLOTS   (1u << 22)   /* a 32 GiB device: collisions stay rare */
+#define TICK_NS    1000u
+#define RUNS       5
+
+struct params {
+  uint64_t min_ops;             /* a window ends after this many ops ... */
+  uint64_t min_ns;              /* ... or this much time, whichever first */
+  uint64_t warmup_ops;          /* untimed ops to reach steady state, */
+  uint64_t warmup_ns;           /* or this long */
+  int runs;
+};
+
+/* xorshift64*: fast, and the same sequence for both schedulers. */
+static uint64_t
+rnd (uint64_t *state)
+{
+  uint64_t x = *state;
+  x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+  *state = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+
+static uint64_t
+mono_ns (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+/* Which 8 KiB slots are queued, so that offsets stay distinct. */
+static uint8_t used[NR_SLOTS / 8];
+
+static uint64_t
+pick_slot (uint64_t *state)
+{
+  for (;;) {
+    uint64_t slot = rnd (state) % NR_SLOTS;
+    if (!(used[slot / 8] & (1u << (slot % 8)))) {
+      used[slot / 8] |= 1u << (slot % 8);
+      return slot;
+    }
+  }
+}
+
+static void
+release_slot (uint64_t offset)
+{
+  uint64_t slot = offset / SLOT_SIZE;
+  used[slot / 8] &= ~(1u << (slot % 8));
+}
+
+static int
+cmp_u64 (const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+  return x < y ? -1 : x > y;
+}
+
+static uint64_t
+median (uint64_t *v, int n)
+{
+  qsort (v, n, sizeof *v, cmp_u64);
+  return v[n / 2];
+}
+
+static void
+die (const char *what)
+{
+  fprintf (stderr, "bench-core: %s\n", what);
+  exit (EXIT_FAILURE);
+}
+
+/* The initial N requests, in ascending order: filling a sorted list
+ * in random order would cost the naive scheduler O(N^2) before the
+ * first measurement, and both schedulers get the same fill.
+ */
+static void
+fill_slots (size_t n, uint64_t *rng, uint64_t *slots)
+{
+  size_t i;
+
+  for (i = 0; i < n; i++)
+    slots[i] = pick_slot (rng);
+  qsort (slots, n, sizeof *slots, cmp_u64);
+}
+
+/* ---- the core ------------------------------------------------------ */
+
+struct core_run {
+  struct dl_sched *s;
+  struct dl_req *pool;          /* N + 1 requests */
+  struct dl_req **free;         /* stack of unused ones */
+  size_t nfree;
+  uint64_t now, rng, returned;
+};
+
+static void
+core_insert_at (struct core_run *c, uint64_t slot)
+{
+  struct dl_req *r;
+
+  if (c->nfree == 0)
+    die ("core: request pool exhausted (a unit was not returned)");
+  r = c->free[--c->nfree];
+  memset (r, 0, sizeof *r);
+  r->offset = slot * SLOT_SIZE;
+  r->length = REQ_LEN;
+  r->op = rnd (&c->rng) & 1 ? DL_OP_WRITE : DL_OP_READ;
+  dl_insert (c->s, r, c->now);
+}
+
+static void
+core_insert (struct core_run *c)
+{
+  core_insert_at (c, pick_slot (&c->rng));
+}
+
+/* Dispatch and complete one unit; false when nothing waits.  If the
+ * core holds back (anticipation), jump the fake clock to its timer.
+ */
+static bool
+core_serve (struct core_run *c)
+{
+  struct dl_req *u, *m, *tmp;
+
+  while ((u = dl_dispatch (c->s, c->now)) == NULL) {
+    uint64_t t = dl_next_timer (c->s, c->now);
+    if (dl_waiting (c->s) == 0)
+      return false;
+    if (t == 0)
+      die ("core: requests wait but dl_dispatch returned none and set no timer");
+    c->now = t > c->now ? t : c->now + 1;
+  }
+  dl_complete (c->s, u, c->now);
+  DL_FOREACH_MEMBER (m, u, tmp) {
+    release_slot (m->offset);
+    c->free[c->nfree++] = m;
+    c->returned++;
+  }
+  return true;
+}
+
+static void
+core_op (struct core_run *c)
+{
+  core_insert (c);
+  if (!core_serve (c))
+    die ("core: nothing to dispatch right after an insert");
+  c->now += TICK_NS;
+}
+
+static uint64_t
+bench_core (size_t n, const struct params *p, uint64_t *ns_out)
+{
+  struct dl_tunables t;
+  struct core_run c = { .now = 1000000000, .rng = 0x9E3779B97F4A7C15ULL };
+  uint64_t inserted = 0, t0;
+  uint64_t *slots = malloc (n * sizeof *slots);
+  size_t i;
+  int run;
+
+  dl_tunables_default (&t);
+  c.s = dl_sched_new (&t, 1);
+  c.pool = calloc (n + 1, sizeof *c.pool);
+  c.free = calloc (n + 1, sizeof *c.free);
+  if (!c.s || !c.pool || !c.free || !slots)
+    die (strerror (errno ? errno : ENOMEM));
+  for (i = 0; i <= n; i++)
+    c.free[c.nfree++] = &c.pool[i];
+
+  fill_slots (n, &c.rng, slots);
+  for (i = 0; i < n; i++, inserted++)
+    core_insert_at (&c, slots[i]);
+  for (i = 0, t0 = mono_ns (); i < p->warmup_ops && mono_ns () - t0 < p->warmup_ns;
+       i++, inserted++)
+    core_op (&c);
+
+  for (run = 0; run < p->runs; run++) {
+    uint64_t ops = 0, t0 = mono_ns (), el;
+    do {
+      for (i = 0; i < 1024; i++)
+        core_op (&c);
+      ops += 1024;
+      el = mono_ns () - t0;
+    } while (ops < p->min_ops && el < p->min_ns);
+    inserted += ops;
+    ns_out[run] = el / ops;
+  }
+
+  while (core_serve (&c))
+    ;
+  if (c.returned != inserted)
+    die ("core: not every inserted request came back exactly once");
+  dl_sched_free (c.s);
+  free (slots);
+  free (c.pool);
+  free (c.free);
+  return median (ns_out, p->runs);
+}
+
+/* ---- the naive yardstick ------------------------------------------- */
+
+struct naive_run {
+  struct naive_sched s;
+  struct naive_req *pool;
+  struct naive_req **free;
+  size_t nfree;
+  uint64_t now, rng, returned;
+};
+
+static void
+naive_add_at (struct naive_run *c, uint64_t slot)
+{
+  struct naive_req *r;
+
+  if (c->nfree == 0)
+    die ("naive: request pool exhausted");
+  r = c->free[--c->nfree];
+  r->offset = slot * SLOT_SIZE;
+  r->length = REQ_LEN;
+  r->dir = rnd (&c->rng) & 1;
+  naive_insert (&c->s, r, c->now);
+}
+
+static void
+naive_add (struct naive_run *c)
+{
+  naive_add_at (c, pick_slot (&c->rng));
+}
+
+static bool
+naive_serve (struct naive_run *c)
+{
+  struct naive_req *r = naive_dispatch (&c->s, c->now);
+
+  if (!r)
+    return false;
+  release_slot (r->offset);
+  c->free[c->nfree++] = r;
+  c->returned++;
+  return true;
+}
+
+static void
+naive_op (struct naive_run *c)
+{
+  naive_add (c);
+  if (!naive_serve (c))
+    die ("naive: nothing to dispatch right after an insert");
+  c->now += TICK_NS;
+}
+
+static uint64_t
+bench_naive (size_t n, const struct params *p, uint64_t *ns_out)
+{
+  struct naive_run c = { .now = 1000000000, .rng = 0x9E3779B97F4A7C15ULL };
+  uint64_t inserted = 0, t0;
+  uint64_t *slots = malloc (n * sizeof *slots);
+  size_t i;
+  int run;
+
+  naive_init (&c.s);
+  c.pool = calloc (n + 1, sizeof *c.pool);
+  c.free = calloc (n + 1, sizeof *c.free);
+  if (!c.pool || !c.free || !slots)
+    die (strerror (ENOMEM));
+  for (i = 0; i <= n; i++)
+    c.free[c.nfree++] = &c.pool[i];
+
+  fill_slots (n, &c.rng, slots);
+  for (i = 0; i < n; i++, inserted++)
+    naive_add_at (&c, slots[i]);
+  for (i = 0, t0 = mono_ns (); i < p->warmup_ops && mono_ns () - t0 < p->warmup_ns;
+       i++, inserted++)
+    naive_op (&c);
+
+  for (run = 0; run < p->runs; run++) {
+    uint64_t ops = 0, t0 = mono_ns (), el;
+    do {
+      for (i = 0; i < 64; i++)
+        naive_op (&c);
+      ops += 64;
+      el = mono_ns () - t0;
+    } while (ops < p->min_ops && el < p->min_ns);
+    inserted += ops;
+    ns_out[run] = el / ops;
+  }
+
+  while (naive_serve (&c))
+    ;
+  if (c.returned != inserted)
+    die ("naive: not every inserted request came back exactly once");
+  free (slots);
+  free (c.pool);
+  free (c.free);
+  return median (ns_out, p->runs);
+}
+
+int
+main (int argc, char *argv[])
+{
+  static const size_t full_sizes[] = { 1000, 10000, 100000 };
+  static const size_t smoke_sizes[] = { 100, 1000 };
+  const struct params full = {
+    .min_ops = 1000000, .min_ns = 500000000, .warmup_ops = 100000,
+    .warmup_ns = 200000000, .runs = RUNS,
+  };
+  const struct params smoke = {
+    .min_ops = 20000, .min_ns = 20000000, .warmup_ops = 2000,
+    .warmup_ns = 20000000, .runs = 1,
+  };
+  bool is_smoke = argc > 1 && strcmp (argv[1], "--smoke") == 0;
+  const struct params *p = is_smoke ? &smoke : &full;
+  const size_t *sizes = is_smoke ? smoke_sizes : full_sizes;
+  size_t nsizes = is_smoke ? 2 : 3, i;
+  uint64_t v[RUNS];
+
+  if (argc > 1 && !is_smoke) {
+    fprintf (stderr, "usage: bench-core [--smoke]\n");
+    return EXIT_FAILURE;
+  }
+
+  printf ("# ns per insert+dispatch+complete, N requests kept queued, "
+          "median of %d windows\n", p->runs);
+  printf ("%7s  %8s  %8s  %6s\n", "queued", "core_ns", "naive_ns", "ratio");
+  for (i = 0; i < nsizes; i++) {
+    uint64_t core = bench_core (sizes[i], p, v);
+    uint64_t naive = bench_naive (sizes[i], p, v);
+    printf ("%7zu  %8" PRIu64 "  %8" PRIu64 "  %6.1f\n",
+            sizes[i], core, naive, core ? (double) naive / core : 0.0);
+    fflush (stdout);
+  }
+  return EXIT_SUCCESS;
+}

@@ -1,0 +1,231 @@
+/* nbd-deadline: overlapping requests never pass each other (rule added
+ * for NBD; the kernel leaves it to the layers above the scheduler).
+ *
+ * NBD lets a client have a read and a write of the same bytes in flight
+ * at once, and io_uring and the device may reorder whatever they are
+ * given.  So a request that overlaps an earlier one that has not yet
+ * completed, where either is a write (write, trim, zero), is held here
+ * until every such earlier request has completed; only then is it queued
+ * (with its original arrival time, so its deadline is not reset).  Reads
+ * never hold reads.
+ *
+ * Extents are rounded out to the device's alignment, so two writes into
+ * the same block are ordered too: the engine serves an unaligned write
+ * by read-modify-write of whole blocks, which must not race.
+ *
+ * Every unit not yet completed (queued, held or at the device) is in an
+ * interval tree: a red-black tree by start, each node also keeping the
+ * highest end in its subtree, so the overlaps of a range are found in
+ * O(log n + k).  "Earlier" is the arrival sequence: a merged unit carries
+ * the lowest of its members', which keeps every hold it caused.
+ */
+#include <config.h>
+
+#include <stdlib.h>
+
+struct dl_req;
+static void live_augment (struct dl_req *n);
+#define RB_AUGMENT(x) live_augment (x)
+
+#include "sched-internal.h"
+
+static int
+live_cmp (const struct dl_req *a, const struct dl_req *b)
+{
+  if (a->live_lo != b->live_lo)
+    return a->live_lo < b->live_lo ? -1 : 1;
+  if (a->seq != b->seq)
+    return a->seq < b->seq ? -1 : 1;
+  return 0;
+}
+
+static uint64_t
+subtree_max (const struct dl_req *n)
+{
+  return n ? n->live_max_hi : 0;
+}
+
+/* Recompute a node's subtree maximum from its children and walk up while
+ * it changes.  tree.h calls this after every structural change, bottom
+ * up, so stopping at the first unchanged node is safe.
+ */
+static void
+live_augment (struct dl_req *n)
+{
+  while (n) {
+    uint64_t m = n->live_hi;
+    uint64_t l = subtree_max (RB_LEFT (n, live_node));
+    uint64_t r = subtree_max (RB_RIGHT (n, live_node));
+
+    if (l > m)
+      m = l;
+    if (r > m)
+      m = r;
+    if (m == n->live_max_hi)
+      return;
+    n->live_max_hi = m;
+    n = RB_PARENT (n, live_node);
+  }
+}
+
+RB_GENERATE_STATIC (dl_live, dl_req, live_node, live_cmp)
+
+static bool
+conflict (const struct dl_req *a, const struct dl_req *b)
+{
+  return a->dir == DL_WRITE || b->dir == DL_WRITE;
+}
+
+/* Calls fn on each unit in the subtree at n whose extent overlaps
+ * [lo, hi), in order of start; stops and returns true when fn does.
+ */
+static bool
+overlaps (struct dl_req *n, uint64_t lo, uint64_t hi,
+          bool (*fn) (struct dl_req *v, void *arg), void *arg)
+{
+  while (n && n->live_max_hi > lo) {
+    if (overlaps (RB_LEFT (n, live_node), lo, hi, fn, arg))
+      return true;
+    if (n->live_lo >= hi)
+      return false;             /* n and everything right of it start later */
+    if (n->live_hi > lo && n->live_lo < n->live_hi && fn (n, arg))
+      return true;
+    n = RB_RIGHT (n, live_node);
+  }
+  return false;
+}
+
+void
+hazard_set_extent (struct dl_sched *s, struct dl_req *u)
+{
+  uint64_t mask = (uint64_t) s->align - 1;
+  uint64_t end = dl_end (u);
+
+  u->live_lo = u->unit_offset & ~mask;
+  u->live_hi = end > UINT64_MAX - mask ? UINT64_MAX : (end + mask) & ~mask;
+  if (u->unit_length == 0)
+    u->live_hi = u->live_lo;    /* an empty request overlaps nothing */
+}
+
+void
+hazard_add (struct dl_sched *s, struct dl_req *u)
+{
+  hazard_set_extent (s, u);
+  u->live_max_hi = u->live_hi;
+  RB_INSERT (dl_live, &s->live, u);
+}
+
+void
+hazard_remove (struct dl_sched *s, struct dl_req *u)
+{
+  RB_REMOVE (dl_live, &s->live, u);
+}
+
+static bool
+holds (struct dl_req *v, void *arg)
+{
+  struct dl_req *u = arg;
+
+  return v != u && v->seq < u->seq && conflict (u, v);
+}
+
+/* Is there an earlier, overlapping, conflicting unit not yet completed? */
+bool
+hazard_blocked (struct dl_sched *s, struct dl_req *u)
+{
+  if (u->live_lo >= u->live_hi)
+    return false;
+  return overlaps (RB_ROOT (&s->live), u->live_lo, u->live_hi, holds, u);
+}
+
+void
+hazard_hold (struct dl_sched *s, struct dl_req *u)
+{
+  u->state = DL_S_HELD;
+  TAILQ_INSERT_TAIL (&s->held, u, fifo_link);
+  hazard_add (s, u);
+  s->st.held++;
+  s->st.hazard_holds++;
+}
+
+struct release_ctx {
+  struct dl_sched *s;
+  struct dl_req *done;
+  bool oom;
+};
+
+static bool
+collect (struct dl_req *v, void *arg)
+{
+  struct release_ctx *c = arg;
+  struct dl_sched *s = c->s;
+
+  if (v->state != DL_S_HELD || v->seq < c->done->seq || !conflict (v, c->done))
+    return false;
+  if (s->scratch_len == s->scratch_cap) {
+    size_t cap = s->scratch_cap ? 2 * s->scratch_cap : 16;
+    struct dl_req **p = realloc (s->scratch, cap * sizeof *p);
+
+    if (p == NULL) {
+      c->oom = true;
+      return true;
+    }
+    s->scratch = p;
+    s->scratch_cap = cap;
+  }
+  s->scratch[s->scratch_len++] = v;
+  return false;
+}
+
+static int
+by_seq (const void *a, const void *b)
+{
+  const struct dl_req *x = *(struct dl_req *const *) a;
+  const struct dl_req *y = *(struct dl_req *const *) b;
+
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void
+release (struct dl_sched *s, struct dl_req *v)
+{
+  TAILQ_REMOVE (&s->held, v, fifo_link);
+  s->st.held--;
+  hazard_remove (s, v);
+  v->state = DL_S_NEW;
+  sched_queue (s, v);
+}
+
+/* A unit has completed (and left the tree): queue the held units it was
+ * holding that nothing else holds now.  Candidates are collected first,
+ * because queueing one may merge it and so change the tree.
+ */
+void
+hazard_release (struct dl_sched *s, struct dl_req *done)
+{
+  struct release_ctx c = { .s = s, .done = done };
+  size_t i;
+
+  if (TAILQ_EMPTY (&s->held) || done->live_lo >= done->live_hi)
+    return;
+
+  s->scratch_len = 0;
+  overlaps (RB_ROOT (&s->live), done->live_lo, done->live_hi, collect, &c);
+  if (c.oom) {
+    /* No memory for the list: check every held unit instead. */
+    struct dl_req *v, *next;
+
+    for (v = TAILQ_FIRST (&s->held); v; v = next) {
+      next = TAILQ_NEXT (v, fifo_link);
+      if (!hazard_blocked (s, v))
+        release (s, v);
+    }
+    return;
+  }
+
+  if (s->scratch_len > 1)
+    qsort (s->scratch, s->scratch_len, sizeof s->scratch[0], by_seq);
+  for (i = 0; i < s->scratch_len; i++)
+    if (!hazard_blocked (s, s->scratch[i]))
+      release (s, s->scratch[i]);
+}

@@ -1,0 +1,113 @@
+/* nbd-deadline: the scheduler core's private state, shared by its files.
+ * Nothing outside src/core includes this.
+ */
+#ifndef NBD_DEADLINE_SCHED_INTERNAL_H
+#define NBD_DEADLINE_SCHED_INTERNAL_H
+
+#include "sched.h"
+
+/* tree.h marks its static functions with the BSD spelling. */
+#ifndef __unused
+#define __unused __attribute__ ((__unused__))
+#endif
+
+/* Where a dl_req is.  A "unit" is what the device will see: a head
+ * request plus the members merged into it.
+ */
+enum dl_state {
+  DL_S_NEW = 0,
+  DL_S_QUEUED,                  /* unit in sortq + fifo + live tree */
+  DL_S_HELD,                    /* unit in held list + live tree (hazard.c) */
+  DL_S_FLUSH,                   /* the pending flush unit */
+  DL_S_INFLIGHT,                /* unit dispatched (in live tree unless flush) */
+  DL_S_MEMBER,                  /* merged into another unit */
+  DL_S_DONE,                    /* completed or drained */
+};
+
+RB_HEAD (dl_sortq, dl_req);
+RB_HEAD (dl_live, dl_req);
+TAILQ_HEAD (dl_list, dl_req);
+
+struct dl_sched {
+  struct dl_tunables t;
+  uint32_t align;
+  uint64_t next_seq;
+
+  struct dl_sortq sort[2];      /* sortq.c: queued units by offset */
+  struct dl_list fifo[2];       /* fifo.c: queued units by arrival */
+  struct dl_live live;          /* hazard.c: every unit not yet completed */
+  struct dl_list held;          /* hazard.c: units waiting for an overlap */
+  struct dl_req *pending_flush; /* select.c: flushes not yet dispatched */
+
+  /* select.c: the batch in progress and the device head. */
+  bool batching;                /* a batch is in progress */
+  int batch_dir;                /* direction of the current or last batch, -1 */
+  uint32_t batch_cost;          /* cost units spent by the current batch */
+  uint32_t starved;             /* read batches started while writes waited */
+  uint64_t head_pos;            /* end of the last unit dispatched */
+  uint64_t last_end[2];         /* ... and per direction */
+
+  /* hazard.c: scratch space for releases. */
+  struct dl_req **scratch;
+  size_t scratch_len, scratch_cap;
+
+  struct dl_stats st;
+};
+
+static inline enum dl_dir
+dl_op_dir (enum dl_op op)
+{
+  return op == DL_OP_READ ? DL_READ : DL_WRITE;
+}
+
+static inline uint64_t
+dl_end (const struct dl_req *u)
+{
+  uint64_t e = u->unit_offset + u->unit_length;
+  return e < u->unit_offset ? UINT64_MAX : e; /* saturate */
+}
+
+/* sortq.c */
+void sortq_insert (struct dl_sched *s, struct dl_req *u);
+void sortq_remove (struct dl_sched *s, struct dl_req *u);
+struct dl_req *sortq_first (struct dl_sched *s, enum dl_dir d);
+struct dl_req *sortq_at_or_after (struct dl_sched *s, enum dl_dir d,
+                                  uint64_t off);
+struct dl_req *sortq_last_before (struct dl_sched *s, enum dl_dir d,
+                                  uint64_t off);
+struct dl_req *sortq_next (struct dl_req *u);
+struct dl_req *sortq_prev (struct dl_req *u);
+static inline bool
+sortq_empty (const struct dl_sched *s, enum dl_dir d)
+{
+  return RB_EMPTY (&s->sort[d]);
+}
+
+/* fifo.c */
+void fifo_add (struct dl_sched *s, struct dl_req *u);
+void fifo_remove (struct dl_sched *s, struct dl_req *u);
+struct dl_req *fifo_oldest (struct dl_sched *s, enum dl_dir d);
+bool fifo_expired (struct dl_sched *s, enum dl_dir d, uint64_t now);
+
+/* merge.c */
+bool merge_into_queue (struct dl_sched *s, struct dl_req *r);
+void merge_flush (struct dl_sched *s, struct dl_req *r);
+
+/* hazard.c */
+void hazard_set_extent (struct dl_sched *s, struct dl_req *u);
+void hazard_add (struct dl_sched *s, struct dl_req *u);
+void hazard_remove (struct dl_sched *s, struct dl_req *u);
+bool hazard_blocked (struct dl_sched *s, struct dl_req *u);
+void hazard_hold (struct dl_sched *s, struct dl_req *u);
+void hazard_release (struct dl_sched *s, struct dl_req *done);
+
+/* select.c */
+struct dl_req *select_next (struct dl_sched *s, uint64_t now);
+void select_account (struct dl_sched *s, struct dl_req *u);
+
+/* sched.c */
+void sched_queue (struct dl_sched *s, struct dl_req *u);
+void unit_unlink (struct dl_sched *s, struct dl_req *u);
+void unit_relink (struct dl_sched *s, struct dl_req *u);
+
+#endif /* NBD_DEADLINE_SCHED_INTERNAL_H */

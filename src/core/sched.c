@@ -1,0 +1,214 @@
+/* nbd-deadline: the scheduler core's entry points.
+ *
+ * This file only moves requests between the structures of the other
+ * files (see the map in sched.h); each rule lives in its own file.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched-internal.h"
+
+struct dl_sched *
+dl_sched_new (const struct dl_tunables *t, uint32_t align)
+{
+  struct dl_sched *s;
+
+  if (align == 0 || (align & (align - 1)) != 0 ||
+      dl_tunables_validate (t, NULL, 0) != 0) {
+    errno = EINVAL;
+    return NULL;
+  }
+  s = calloc (1, sizeof *s);
+  if (s == NULL)
+    return NULL;
+  s->t = *t;
+  s->align = align;
+  s->batch_dir = -1;
+  RB_INIT (&s->sort[DL_READ]);
+  RB_INIT (&s->sort[DL_WRITE]);
+  TAILQ_INIT (&s->fifo[DL_READ]);
+  TAILQ_INIT (&s->fifo[DL_WRITE]);
+  RB_INIT (&s->live);
+  TAILQ_INIT (&s->held);
+  return s;
+}
+
+void
+dl_sched_free (struct dl_sched *s)
+{
+  if (s == NULL)
+    return;
+  free (s->scratch);
+  free (s);
+}
+
+int
+dl_sched_set_tunables (struct dl_sched *s, const struct dl_tunables *t,
+                       char *err, size_t errlen)
+{
+  int r = dl_tunables_validate (t, err, errlen);
+
+  if (r != 0)
+    return r;
+  /* A new policy starts afresh; queued units stay where they are, and
+   * deadlines follow the new expiries at once (fifo.c).
+   */
+  if (t->policy != s->t.policy)
+    s->batching = false;
+  s->t = *t;
+  return 0;
+}
+
+void
+dl_sched_get_tunables (const struct dl_sched *s, struct dl_tunables *t)
+{
+  *t = s->t;
+}
+
+void
+dl_sched_stats (const struct dl_sched *s, struct dl_stats *st)
+{
+  *st = s->st;
+}
+
+/* Put a unit into the sorted queue, the FIFO and the interval tree. */
+void
+unit_relink (struct dl_sched *s, struct dl_req *u)
+{
+  u->state = DL_S_QUEUED;
+  sortq_insert (s, u);
+  fifo_add (s, u);
+  hazard_add (s, u);
+  s->st.queued[u->dir]++;
+}
+
+/* Take a queued unit out of all three. */
+void
+unit_unlink (struct dl_sched *s, struct dl_req *u)
+{
+  sortq_remove (s, u);
+  fifo_remove (s, u);
+  hazard_remove (s, u);
+  s->st.queued[u->dir]--;
+}
+
+/* A unit that nothing holds: merge it or queue it. */
+void
+sched_queue (struct dl_sched *s, struct dl_req *u)
+{
+  if (!merge_into_queue (s, u))
+    unit_relink (s, u);
+}
+
+void
+dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns)
+{
+  r->arrival_ns = now_ns;
+  r->unit_arrival_ns = now_ns;
+  r->unit_offset = r->offset;
+  r->unit_length = r->length;
+  r->nr_members = 1;
+  r->next_member = NULL;
+  r->last_member = r;
+  r->seq = s->next_seq++;
+  r->dir = dl_op_dir (r->op);
+  r->state = DL_S_NEW;
+
+  if (r->op == DL_OP_FLUSH) {
+    r->unit_length = 0;
+    s->st.flushes++;
+    merge_flush (s, r);
+    return;
+  }
+
+  s->st.inserted[r->dir]++;
+  hazard_set_extent (s, r);
+  if (hazard_blocked (s, r))
+    hazard_hold (s, r);
+  else
+    sched_queue (s, r);
+}
+
+struct dl_req *
+dl_dispatch (struct dl_sched *s, uint64_t now_ns)
+{
+  struct dl_req *u = select_next (s, now_ns);
+
+  if (u == NULL)
+    return NULL;
+
+  if (u == s->pending_flush) {
+    s->pending_flush = NULL;
+    s->st.queued_flushes--;
+  }
+  else {
+    sortq_remove (s, u);
+    fifo_remove (s, u);
+    s->st.queued[u->dir]--;
+    select_account (s, u);
+    s->st.dispatched[u->dir]++;
+    s->st.dispatched_bytes[u->dir] += u->unit_length;
+  }
+  u->state = DL_S_INFLIGHT;
+  s->st.inflight++;
+  return u;
+}
+
+void
+dl_complete (struct dl_sched *s, struct dl_req *u, uint64_t now_ns)
+{
+  (void) now_ns;
+  s->st.inflight--;
+  u->state = DL_S_DONE;
+  if (u->op == DL_OP_FLUSH)
+    return;
+  hazard_remove (s, u);
+  hazard_release (s, u);
+}
+
+uint64_t
+dl_waiting (const struct dl_sched *s)
+{
+  return s->st.queued[DL_READ] + s->st.queued[DL_WRITE] + s->st.held +
+    s->st.queued_flushes;
+}
+
+uint64_t
+dl_inflight (const struct dl_sched *s)
+{
+  return s->st.inflight;
+}
+
+struct dl_req *
+dl_drain (struct dl_sched *s)
+{
+  struct dl_req *u;
+
+  if ((u = s->pending_flush) != NULL) {
+    s->pending_flush = NULL;
+    s->st.queued_flushes--;
+  }
+  else if ((u = TAILQ_FIRST (&s->held)) != NULL) {
+    TAILQ_REMOVE (&s->held, u, fifo_link);
+    hazard_remove (s, u);
+    s->st.held--;
+  }
+  else if ((u = fifo_oldest (s, DL_READ)) != NULL ||
+           (u = fifo_oldest (s, DL_WRITE)) != NULL)
+    unit_unlink (s, u);
+  else
+    return NULL;
+  u->state = DL_S_DONE;
+  return u;
+}
+
+uint64_t
+dl_next_timer (const struct dl_sched *s, uint64_t now_ns)
+{
+  (void) s;
+  (void) now_ns;
+  return 0;
+}

@@ -1,0 +1,212 @@
+/* nbd-deadline: the scheduler core.
+ *
+ * A pure implementation of the deadline I/O scheduler: requests go in,
+ * the order in which the device should serve them comes out.  No threads,
+ * no I/O, no clock of its own (every call that needs the time is given
+ * it, in nanoseconds, by the caller), so every rule can be tested
+ * deterministically.  One instance per device; not thread-safe: the
+ * caller serialises every call (the engine calls it only from its loop).
+ *
+ * Life of a request:
+ *
+ *   dl_insert()    the caller fills offset/length/op/flags/stream/priv of
+ *                  a struct dl_req that it owns and hands it in.  The
+ *                  core may merge it into a queued unit, hold it behind an
+ *                  overlapping earlier request (hazard), or queue it.
+ *   dl_dispatch()  when the device has a free slot, the caller asks for
+ *                  the next unit to issue.  A unit is one dl_req (its
+ *                  head) with zero or more merged members behind it,
+ *                  contiguous and in ascending offset order.
+ *   dl_complete()  when the device has finished a unit, the caller says
+ *                  so; the core may then release held requests.  Then the
+ *                  caller completes every member of the unit.
+ *
+ * Where each rule of the seed lives:
+ *   sortq.c   per-direction queue sorted by offset (O(log n))
+ *   fifo.c    per-direction FIFO by arrival; deadlines (read/write_expire)
+ *   merge.c   back and front merges, max_merge
+ *   select.c  which unit goes next: batches, fifo_batch/seek_cost,
+ *             writes_starved, expiries; and the noop/elevator policies
+ *   hazard.c  overlapping requests never pass each other
+ *   tunable.c every tunable, validated; duration and size parsers
+ *   hist.c    a latency histogram for callers
+ */
+#ifndef NBD_DEADLINE_SCHED_H
+#define NBD_DEADLINE_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <bsd/sys/tree.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum dl_dir { DL_READ = 0, DL_WRITE = 1 };
+
+enum dl_op {
+  DL_OP_READ = 0,
+  DL_OP_WRITE,
+  DL_OP_TRIM,                   /* a write that discards */
+  DL_OP_ZERO,                   /* a write of zeroes without data */
+  DL_OP_FLUSH,                  /* no range: make completed writes durable */
+};
+
+/* Request flags.  Requests merge only when op and flags are equal. */
+#define DL_F_FUA       (1u << 0) /* durable before completion */
+#define DL_F_MAY_TRIM  (1u << 1) /* ZERO may punch a hole */
+
+enum dl_policy {
+  DL_POLICY_DEADLINE = 0,       /* the seed, with mq-deadline's fixes */
+  DL_POLICY_NOOP,               /* FIFO, merges only */
+  DL_POLICY_ELEVATOR,           /* one C-LOOK sweep, no deadlines */
+};
+
+/* Tunables.  All can change at run time (dl_sched_set_tunables). */
+struct dl_tunables {
+  enum dl_policy policy;
+  uint64_t read_expire_ns;      /* default 500 ms, as the seed */
+  uint64_t write_expire_ns;     /* default 5 s (mq-deadline); 0 = none (seed) */
+  uint32_t fifo_batch;          /* cost units per batch, default 64 */
+  uint32_t seek_cost;           /* cost of a non-contiguous unit, default 16 */
+  uint32_t writes_starved;      /* read batches while writes wait, default 2 */
+  bool front_merges;            /* default true */
+  uint64_t max_merge;           /* bytes per merged unit, default 1 MiB; 0 = no merging */
+};
+
+/* Counters.  Monotonic unless marked gauge. */
+struct dl_stats {
+  uint64_t inserted[2];         /* caller requests, by direction */
+  uint64_t flushes;             /* flush requests */
+  uint64_t merged_back;         /* requests appended to a queued unit */
+  uint64_t merged_front;        /* requests prepended to a queued unit */
+  uint64_t merged_units;        /* queued units joined after a merge */
+  uint64_t dispatched[2];       /* units handed to the device */
+  uint64_t dispatched_bytes[2];
+  uint64_t batches[2];          /* batches started, by direction */
+  uint64_t expired[2];          /* batches started at an expired request */
+  uint64_t starved_switches;    /* write batches forced while reads waited */
+  uint64_t seeks;               /* dispatched units not contiguous with the last */
+  uint64_t hazard_holds;        /* requests held behind an overlapping one */
+  uint64_t queued[2];           /* gauge: units waiting in the sorted queues */
+  uint64_t queued_flushes;      /* gauge: flush units waiting */
+  uint64_t held;                /* gauge: units held by hazards */
+  uint64_t inflight;            /* gauge: units dispatched, not completed */
+};
+
+/* A request.  The caller owns the memory and fills the first block;
+ * everything else belongs to the core from dl_insert() until the unit
+ * holding it has been dl_complete()d.
+ */
+struct dl_req {
+  /* Filled by the caller. */
+  uint64_t offset;
+  uint64_t length;
+  enum dl_op op;
+  uint32_t flags;
+  uint64_t stream;              /* who sent it (e.g. connection); 0 = unknown */
+  void *priv;                   /* the caller's */
+
+  /* Set by the core: readable by the caller. */
+  uint64_t arrival_ns;          /* when dl_insert() saw it */
+  uint64_t unit_offset;         /* on a unit head: the merged extent */
+  uint64_t unit_length;
+  uint32_t nr_members;          /* on a unit head: 1 + merged requests */
+  struct dl_req *next_member;   /* next member of the unit, or NULL */
+
+  /* Private to the core. */
+  struct dl_req *last_member;
+  uint64_t seq;                 /* unit: lowest arrival sequence of its members */
+  uint64_t unit_arrival_ns;     /* unit: earliest arrival of its members */
+  uint64_t live_lo, live_hi;    /* unit: extent rounded out to the alignment */
+  uint64_t live_max_hi;         /* interval tree augmentation */
+  uint8_t dir;
+  uint8_t state;
+  RB_ENTRY(dl_req) sort_node;   /* sortq.c */
+  RB_ENTRY(dl_req) live_node;   /* hazard.c */
+  TAILQ_ENTRY(dl_req) fifo_link; /* fifo.c, or the held/flush lists */
+};
+
+/* Iterate over the members of a unit; safe against the caller
+ * completing (and freeing) each member inside the loop.
+ */
+#define DL_FOREACH_MEMBER(m, unit, tmp)                                  \
+  for ((m) = (unit); (m) && ((tmp) = (m)->next_member, 1); (m) = (tmp))
+
+struct dl_sched;
+
+/* Defaults and validation. */
+void dl_tunables_default (struct dl_tunables *t);
+int dl_tunables_validate (const struct dl_tunables *t, char *err, size_t errlen);
+
+/* Set one tunable by name ("read_expire" or "read-expire", ...) from a
+ * string ("500ms", "1M", "on").  Returns 0, or -EINVAL with a one-line
+ * reason in err (the tunables are then unchanged).
+ */
+int dl_tunable_set (struct dl_tunables *t, const char *key, const char *value,
+                    char *err, size_t errlen);
+/* Format one tunable's value; returns 0 or -EINVAL for an unknown key. */
+int dl_tunable_get (const struct dl_tunables *t, const char *key,
+                    char *buf, size_t len);
+/* NULL-terminated list of tunable names (with underscores). */
+extern const char *const dl_tunable_names[];
+
+/* "500ms", "1.5s", "250us", "100ns"; a bare number is milliseconds, as
+ * in the kernel's sysfs.  0 or -EINVAL.
+ */
+int dl_parse_duration (const char *s, uint64_t *ns);
+/* "4096", "64k", "1M", "1G" (powers of 1024).  0 or -EINVAL. */
+int dl_parse_size (const char *s, uint64_t *bytes);
+int dl_parse_policy (const char *s, enum dl_policy *p);
+const char *dl_policy_name (enum dl_policy p);
+
+/* An instance.  align is the device's I/O granularity (a power of two,
+ * 1 if none): requests whose extents, rounded out to it, overlap are
+ * ordered as overlapping (so that a read-modify-write of a partial
+ * block never races another request in the same block).
+ * Returns NULL with errno set (EINVAL, ENOMEM).
+ */
+struct dl_sched *dl_sched_new (const struct dl_tunables *t, uint32_t align);
+/* Frees the instance; it must hold no request (see dl_drain). */
+void dl_sched_free (struct dl_sched *s);
+int dl_sched_set_tunables (struct dl_sched *s, const struct dl_tunables *t,
+                           char *err, size_t errlen);
+void dl_sched_get_tunables (const struct dl_sched *s, struct dl_tunables *t);
+void dl_sched_stats (const struct dl_sched *s, struct dl_stats *st);
+
+void dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns);
+struct dl_req *dl_dispatch (struct dl_sched *s, uint64_t now_ns);
+void dl_complete (struct dl_sched *s, struct dl_req *unit, uint64_t now_ns);
+
+/* Units waiting (queued, held or flushes), and dispatched ones. */
+uint64_t dl_waiting (const struct dl_sched *s);
+uint64_t dl_inflight (const struct dl_sched *s);
+/* Removes one waiting unit so that the caller can fail it (shutdown);
+ * NULL when nothing waits.  Units in flight must still be completed.
+ */
+struct dl_req *dl_drain (struct dl_sched *s);
+/* The time at which the core wants dl_dispatch called again even if no
+ * request arrives or completes (anticipation), or 0 for none.
+ */
+uint64_t dl_next_timer (const struct dl_sched *s, uint64_t now_ns);
+
+/* Latency histogram: log-linear buckets (8 per power of two), so a
+ * percentile is within 12.5%.  Zero-initialise before use.
+ */
+#define DL_HIST_BUCKETS 496
+struct dl_hist {
+  uint64_t count, sum, min, max;
+  uint64_t bucket[DL_HIST_BUCKETS];
+};
+void dl_hist_add (struct dl_hist *h, uint64_t v);
+void dl_hist_merge (struct dl_hist *dst, const struct dl_hist *src);
+/* p in [0, 100]; 0 on an empty histogram. */
+uint64_t dl_hist_percentile (const struct dl_hist *h, double p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NBD_DEADLINE_SCHED_H */

@@ -1,0 +1,166 @@
+/* nbd-deadline: which unit goes to the device next (the seed's
+ * deadline_next_request), one unit per call.
+ *
+ * The seed moves a whole batch to a dispatch list at once; here the
+ * engine asks for one unit each time the device has a free slot, as
+ * mq-deadline does, so that a request arriving during a batch can still
+ * join it if it lies ahead in the sweep.  The order of the rules is the
+ * seed's:
+ *
+ *   0. Flushes first.  A flush covers only writes already completed, so
+ *      it never waits behind queued writes (NBD semantics); it has no
+ *      deadline to compute and cannot jump ahead of anything it needed.
+ *   1. A batch in progress continues along the sorted queue of its
+ *      direction, ascending, until it has spent fifo_batch cost units:
+ *      a unit contiguous with the previous one costs 1, a seek costs
+ *      seek_cost.  (The seed's dispatch list.)
+ *   2. Otherwise a new batch.  Writes if they have been starved for
+ *      writes_starved read batches, or if the oldest write has passed
+ *      write_expire (mq-deadline's write deadline; 0 turns it off, as
+ *      the seed), or if there are no reads.
+ *   3. Else reads.  The batch starts at the oldest read if it has
+ *      expired (read_expire) ...
+ *   4. ... or if the direction changed: starting a new direction at its
+ *      lowest offset, as the seed did, starves high offsets; starting at
+ *      the oldest is mq-deadline's fix.  Otherwise the sweep continues
+ *      from where the last batch of this direction stopped.
+ *
+ * The comparison policies use the same queues: noop serves units in
+ * arrival order, elevator sweeps one C-LOOK over both directions with no
+ * deadline at all (the behaviour the seed shows starving reads).
+ */
+#include <config.h>
+
+#include "sched-internal.h"
+
+/* Rule 1. */
+static struct dl_req *
+continue_batch (struct dl_sched *s)
+{
+  if (!s->batching || s->batch_cost >= s->t.fifo_batch)
+    return NULL;
+  return sortq_at_or_after (s, s->batch_dir, s->last_end[s->batch_dir]);
+}
+
+/* Rules 2 and 3: the direction of a new batch. */
+static enum dl_dir
+batch_direction (struct dl_sched *s, uint64_t now)
+{
+  bool reads = !sortq_empty (s, DL_READ);
+  bool writes = !sortq_empty (s, DL_WRITE);
+
+  if (writes && (!reads || s->starved >= s->t.writes_starved ||
+                 fifo_expired (s, DL_WRITE, now))) {
+    if (reads)
+      s->st.starved_switches++;
+    s->starved = 0;
+    return DL_WRITE;
+  }
+  if (writes)
+    s->starved++;
+  return DL_READ;
+}
+
+/* Rules 3 and 4: where a new batch starts. */
+static struct dl_req *
+batch_start (struct dl_sched *s, enum dl_dir d, uint64_t now)
+{
+  struct dl_req *u;
+
+  if (fifo_expired (s, d, now)) {
+    s->st.expired[d]++;
+    return fifo_oldest (s, d);
+  }
+  if (s->batch_dir != (int) d)
+    return fifo_oldest (s, d);
+  u = sortq_at_or_after (s, d, s->last_end[d]);
+  return u ? u : fifo_oldest (s, d);
+}
+
+static struct dl_req *
+deadline_next (struct dl_sched *s, uint64_t now)
+{
+  struct dl_req *u = continue_batch (s);
+  enum dl_dir d;
+
+  if (u)
+    return u;
+  s->batching = false;
+  if (sortq_empty (s, DL_READ) && sortq_empty (s, DL_WRITE))
+    return NULL;
+
+  d = batch_direction (s, now);
+  u = batch_start (s, d, now);
+  s->batching = true;
+  s->batch_dir = d;
+  s->batch_cost = 0;
+  s->st.batches[d]++;
+  return u;
+}
+
+static struct dl_req *
+noop_next (struct dl_sched *s)
+{
+  struct dl_req *r = fifo_oldest (s, DL_READ);
+  struct dl_req *w = fifo_oldest (s, DL_WRITE);
+
+  if (r == NULL)
+    return w;
+  if (w == NULL)
+    return r;
+  return w->seq < r->seq ? w : r;
+}
+
+static struct dl_req *
+lower (struct dl_req *a, struct dl_req *b)
+{
+  if (a == NULL)
+    return b;
+  if (b == NULL)
+    return a;
+  if (a->unit_offset != b->unit_offset)
+    return a->unit_offset < b->unit_offset ? a : b;
+  return a->seq < b->seq ? a : b;
+}
+
+static struct dl_req *
+elevator_next (struct dl_sched *s)
+{
+  struct dl_req *u = lower (sortq_at_or_after (s, DL_READ, s->head_pos),
+                            sortq_at_or_after (s, DL_WRITE, s->head_pos));
+
+  if (u == NULL)                /* end of the sweep: back to the lowest */
+    u = lower (sortq_first (s, DL_READ), sortq_first (s, DL_WRITE));
+  return u;
+}
+
+struct dl_req *
+select_next (struct dl_sched *s, uint64_t now)
+{
+  if (s->pending_flush)
+    return s->pending_flush;
+
+  switch (s->t.policy) {
+  case DL_POLICY_NOOP:
+    return noop_next (s);
+  case DL_POLICY_ELEVATOR:
+    return elevator_next (s);
+  case DL_POLICY_DEADLINE:
+  default:
+    return deadline_next (s, now);
+  }
+}
+
+/* The cost of a dispatched unit, and where the head is now. */
+void
+select_account (struct dl_sched *s, struct dl_req *u)
+{
+  bool contiguous = u->unit_offset == s->head_pos;
+
+  if (!contiguous)
+    s->st.seeks++;
+  if (s->batching && u->dir == s->batch_dir)
+    s->batch_cost += contiguous ? 1 : s->t.seek_cost;
+  s->head_pos = dl_end (u);
+  s->last_end[u->dir] = dl_end (u);
+}

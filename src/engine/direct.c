@@ -1,0 +1,566 @@
+/* nbd-deadline: issuing units through io_uring on the O_DIRECT backing.
+ *
+ * Each unit in flight has an xfer: a small state machine driven by its
+ * completions.  A unit always reaches the device as one I/O over one
+ * aligned bounce buffer covering its extent rounded out to the
+ * alignment:
+ *
+ *   read   read [lo, hi) into the buffer, copy each member out;
+ *   write  if an edge block is partial, first read the edge block(s)
+ *          (read-modify-write; the core orders every request whose
+ *          rounded extent overlaps, so nothing can change the block
+ *          meanwhile), copy the members in, write [lo, hi), RWF_DSYNC
+ *          for FUA;
+ *   zero   fallocate(ZERO_RANGE); where refused (block devices want
+ *          aligned ranges) write zeroes through the write path, 1 MiB
+ *          at a time;
+ *   trim   fallocate(PUNCH_HOLE) (rounded in on block devices; trim is
+ *          advisory, so refusal is not an error);
+ *   flush  fsync with IORING_FSYNC_DATASYNC.
+ *
+ * A file whose size is not a multiple of the alignment has a partial
+ * last block that O_DIRECT cannot write without growing the file;
+ * writes touching it use the ordinary descriptor at exact offsets.
+ * Short reads and writes are resumed where they stopped.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+
+#include "internal.h"
+
+#define ZCHUNK (1u << 20)
+
+enum phase {
+  X_READ,                       /* main read of [lo, hi) */
+  X_RMW,                        /* reading edge blocks before a write */
+  X_WRITE,                      /* main write of [lo, hi) */
+  X_FALLOC,
+  X_FSYNC,
+};
+
+struct xfer {
+  struct engine *e;
+  struct dl_req *unit;
+  enum phase phase;
+  int fd;
+  char *buf;
+  size_t buflen;
+  uint64_t lo, hi;              /* current I/O extent */
+  uint64_t done;                /* bytes of it done */
+  int pending;                  /* SQEs outstanding */
+  int result;
+  bool zeroing;                 /* writing zeroes from zcur to zend */
+  bool fsync_after;             /* FUA on zero/trim */
+  uint64_t zcur, zend;
+  uint64_t cstart, cend;        /* exact range of the current write */
+  struct xfer *next_free;
+};
+
+/* user_data tags in the low bits of the xfer pointer */
+#define TAG_MAIN 0
+#define TAG_EDGE 1
+#define TAG_MASK 3
+
+static inline uint64_t round_down (uint64_t x, uint32_t a) { return x & ~(uint64_t) (a - 1); }
+static inline uint64_t round_up (uint64_t x, uint32_t a) { return round_down (x + a - 1, a); }
+
+int
+direct_setup (struct engine *e, char *err, size_t errlen)
+{
+  unsigned entries = 8;
+  int r;
+
+  while (entries < 2 * e->p.depth + 8)
+    entries <<= 1;
+  r = io_uring_queue_init (entries, &e->ring, 0);
+  if (r < 0) {
+    snprintf (err, errlen, "io_uring_queue_init: %s", strerror (-r));
+    return r;
+  }
+  e->efd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (e->efd == -1) {
+    r = -errno;
+    snprintf (err, errlen, "eventfd: %s", strerror (errno));
+    io_uring_queue_exit (&e->ring);
+    return r;
+  }
+  r = io_uring_register_eventfd (&e->ring, e->efd);
+  if (r < 0) {
+    snprintf (err, errlen, "io_uring_register_eventfd: %s", strerror (-r));
+    close (e->efd);
+    e->efd = -1;
+    io_uring_queue_exit (&e->ring);
+    return r;
+  }
+  if (posix_memalign (&e->zeroes, e->align < 4096 ? 4096 : e->align, ZCHUNK) != 0) {
+    snprintf (err, errlen, "posix_memalign: out of memory");
+    close (e->efd);
+    e->efd = -1;
+    io_uring_queue_exit (&e->ring);
+    return -ENOMEM;
+  }
+  memset (e->zeroes, 0, ZCHUNK);
+  /* Keep enough cached for every slot to hold a max-size merged unit. */
+  bufpool_init (&e->pool, e->align,
+                (uint64_t) e->p.depth * (e->p.tunables.max_merge + 2 * 65536) + (4u << 20));
+  e->ring_ready = true;
+  return 0;
+}
+
+void
+direct_teardown (struct engine *e)
+{
+  struct xfer *x;
+
+  if (!e->ring_ready)
+    return;
+  io_uring_queue_exit (&e->ring);
+  close (e->efd);
+  e->efd = -1;
+  while ((x = e->xfer_free) != NULL) {
+    e->xfer_free = x->next_free;
+    free (x);
+  }
+  bufpool_destroy (&e->pool);
+  free (e->zeroes);
+  e->zeroes = NULL;
+  e->ring_ready = false;
+}
+
+void
+direct_submit (struct engine *e)
+{
+  if (e->ring_ready && io_uring_sq_ready (&e->ring) > 0)
+    io_uring_submit (&e->ring);
+}
+
+static struct io_uring_sqe *
+get_sqe (struct engine *e)
+{
+  struct io_uring_sqe *sqe = io_uring_get_sqe (&e->ring);
+
+  if (sqe == NULL) {            /* SQ full: push what is there first */
+    io_uring_submit (&e->ring);
+    sqe = io_uring_get_sqe (&e->ring);
+  }
+  return sqe;
+}
+
+static struct xfer *
+xfer_get (struct engine *e)
+{
+  struct xfer *x = e->xfer_free;
+
+  if (x)
+    e->xfer_free = x->next_free;
+  else if ((x = malloc (sizeof *x)) == NULL)
+    return NULL;
+  memset (x, 0, sizeof *x);
+  x->e = e;
+  return x;
+}
+
+static void
+buf_release (struct xfer *x)
+{
+  if (x->buf) {
+    bufpool_put (&x->e->pool, x->buf, x->buflen);
+    x->buf = NULL;
+    x->buflen = 0;
+  }
+}
+
+static void
+finish (struct xfer *x)
+{
+  struct engine *e = x->e;
+  struct dl_req *unit = x->unit;
+  int result = x->result;
+
+  buf_release (x);
+  x->next_free = e->xfer_free;
+  e->xfer_free = x;
+  engine_unit_done (e, unit, result, false);
+}
+
+static int
+buf_ensure (struct xfer *x, size_t len)
+{
+  if (x->buf && x->buflen >= len)
+    return 0;
+  buf_release (x);
+  x->buf = bufpool_get (&x->e->pool, len);
+  if (x->buf == NULL)
+    return -ENOMEM;
+  x->buflen = len;
+  return 0;
+}
+
+static int
+prep_rw (struct xfer *x, bool write, int fd, void *buf, uint32_t len,
+         uint64_t off, int tag)
+{
+  struct io_uring_sqe *sqe = get_sqe (x->e);
+
+  if (sqe == NULL)
+    return -EAGAIN;
+  if (write)
+    io_uring_prep_write (sqe, fd, buf, len, off);
+  else
+    io_uring_prep_read (sqe, fd, buf, len, off);
+  if (write && (x->unit->flags & DL_F_FUA))
+    sqe->rw_flags = RWF_DSYNC;
+  io_uring_sqe_set_data (sqe, (void *) ((uintptr_t) x | tag));
+  x->pending++;
+  return 0;
+}
+
+static void
+submit_main (struct xfer *x)
+{
+  bool write = x->phase == X_WRITE;
+  int r;
+
+  r = prep_rw (x, write, x->fd, x->buf + x->done,
+               (uint32_t) (x->hi - x->lo - x->done), x->lo + x->done, TAG_MAIN);
+  if (r < 0) {
+    x->result = r;
+    finish (x);
+  }
+}
+
+static void
+prep_falloc (struct xfer *x, int mode, uint64_t off, uint64_t len)
+{
+  struct io_uring_sqe *sqe = get_sqe (x->e);
+
+  if (sqe == NULL) {
+    x->result = -EAGAIN;
+    finish (x);
+    return;
+  }
+  x->phase = X_FALLOC;
+  io_uring_prep_fallocate (sqe, x->fd, mode, off, len);
+  io_uring_sqe_set_data (sqe, x);
+  x->pending++;
+}
+
+static void
+prep_fsync (struct xfer *x)
+{
+  struct io_uring_sqe *sqe = get_sqe (x->e);
+
+  if (sqe == NULL) {
+    x->result = -EAGAIN;
+    finish (x);
+    return;
+  }
+  x->phase = X_FSYNC;
+  io_uring_prep_fsync (sqe, x->e->b.fd, IORING_FSYNC_DATASYNC);
+  io_uring_sqe_set_data (sqe, x);
+  x->pending++;
+}
+
+/* Copy what the write carries into the buffer at its place in [lo, hi). */
+static void
+fill_write (struct xfer *x)
+{
+  struct dl_req *m, *tmp;
+
+  if (x->zeroing) {
+    memset (x->buf + (x->cstart - x->lo), 0, x->cend - x->cstart);
+    return;
+  }
+  DL_FOREACH_MEMBER (m, x->unit, tmp)
+    memcpy (x->buf + (m->offset - x->lo), req_of (m)->buf, m->length);
+}
+
+/* Start writing [off, off+len): the unit's members, or zeroes. */
+static void
+start_write (struct xfer *x, uint64_t off, uint64_t len)
+{
+  struct engine *e = x->e;
+  uint32_t a = e->align;
+  bool head, tail;
+  int r;
+
+  x->done = 0;
+  x->cstart = off;
+  x->cend = off + len;
+  x->lo = round_down (off, a);
+  x->hi = round_up (off + len, a);
+  x->fd = e->b.fd;
+  if (x->hi > e->size && !e->b.blockdev) {
+    /* The file's partial last block: exact offsets, no O_DIRECT. */
+    x->fd = e->b.fd_buffered;
+    x->lo = off;
+    x->hi = off + len;
+  }
+  if ((r = buf_ensure (x, x->hi - x->lo)) < 0) {
+    x->result = r;
+    finish (x);
+    return;
+  }
+  head = x->lo < off;
+  tail = x->hi > off + len;
+  if (head || tail) {
+    x->phase = X_RMW;
+    pthread_mutex_lock (&e->stats_lock);
+    e->st.rmw++;
+    pthread_mutex_unlock (&e->stats_lock);
+    if (head)
+      r = prep_rw (x, false, x->fd, x->buf, a, x->lo, TAG_EDGE);
+    if (r == 0 && tail && (!head || x->hi - a > x->lo))
+      r = prep_rw (x, false, x->fd, x->buf + (x->hi - a - x->lo), a,
+                   x->hi - a, TAG_EDGE);
+    if (r < 0) {
+      x->result = r;
+      if (x->pending == 0)
+        finish (x);
+    }
+    return;
+  }
+  fill_write (x);
+  x->phase = X_WRITE;
+  submit_main (x);
+}
+
+/* Next chunk of a write of zeroes, or the end of it. */
+static void
+zero_step (struct xfer *x)
+{
+  uint64_t end;
+
+  if (x->zcur >= x->zend) {
+    if (x->fsync_after && x->result == 0)
+      prep_fsync (x);
+    else
+      finish (x);
+    return;
+  }
+  end = round_down (x->zcur, x->e->align) + ZCHUNK;
+  if (end > x->zend || end <= x->zcur)
+    end = x->zend;
+  start_write (x, x->zcur, end - x->zcur);
+  x->zcur = end;
+}
+
+static void
+start_zero_write (struct xfer *x, uint64_t off, uint64_t len)
+{
+  pthread_mutex_lock (&x->e->stats_lock);
+  x->e->st.zero_fallback++;
+  pthread_mutex_unlock (&x->e->stats_lock);
+  x->zeroing = true;
+  x->zcur = off;
+  x->zend = off + len;
+  zero_step (x);
+}
+
+void
+direct_issue (struct engine *e, struct dl_req *unit)
+{
+  struct xfer *x = xfer_get (e);
+  uint64_t off = unit->unit_offset, len = unit->unit_length;
+  uint32_t a = e->align;
+  int r;
+
+  if (x == NULL) {
+    engine_unit_done (e, unit, -ENOMEM, false);
+    return;
+  }
+  x->unit = unit;
+  x->fd = e->b.fd;
+  x->fsync_after = (unit->flags & DL_F_FUA) != 0;
+
+  if (unit->op != DL_OP_READ && unit->op != DL_OP_FLUSH && e->b.readonly) {
+    x->result = -EROFS;
+    finish (x);
+    return;
+  }
+
+  switch (unit->op) {
+  case DL_OP_READ:
+    x->phase = X_READ;
+    x->lo = round_down (off, a);
+    x->hi = round_up (off + len, a);
+    if ((r = buf_ensure (x, x->hi - x->lo)) < 0) {
+      x->result = r;
+      finish (x);
+      return;
+    }
+    submit_main (x);
+    return;
+
+  case DL_OP_WRITE:
+    start_write (x, off, len);
+    return;
+
+  case DL_OP_ZERO:
+    if (len == 0)
+      break;
+    /* Block devices take only aligned ranges for fallocate. */
+    if (e->b.blockdev && ((off | len) & (a - 1))) {
+      start_zero_write (x, off, len);
+      return;
+    }
+    x->lo = off;
+    x->hi = off + len;
+    prep_falloc (x, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off, len);
+    return;
+
+  case DL_OP_TRIM:
+    if (e->b.blockdev) {
+      uint64_t lo = round_up (off, a), hi = round_down (off + len, a);
+      if (hi <= lo)
+        break;
+      off = lo;
+      len = hi - lo;
+    }
+    if (len == 0)
+      break;
+    x->lo = off;
+    x->hi = off + len;
+    prep_falloc (x, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len);
+    return;
+
+  case DL_OP_FLUSH:
+    x->fsync_after = false;
+    prep_fsync (x);
+    return;
+  }
+
+  /* Nothing to do for the device (empty range). */
+  if (x->fsync_after)
+    prep_fsync (x);
+  else
+    finish (x);
+}
+
+static void
+on_cqe (struct xfer *x, int tag, int res)
+{
+  struct engine *e = x->e;
+
+  x->pending--;
+  switch (x->phase) {
+  case X_READ:
+    if (res < 0) {
+      x->result = res;
+      break;
+    }
+    x->done += res;
+    if (res > 0 && x->done < x->hi - x->lo && x->lo + x->done < e->size) {
+      pthread_mutex_lock (&e->stats_lock);
+      e->st.short_io++;
+      pthread_mutex_unlock (&e->stats_lock);
+      submit_main (x);
+      return;
+    }
+    /* End of file (a partial last block): the rest reads as zeroes. */
+    if (x->done < x->hi - x->lo)
+      memset (x->buf + x->done, 0, x->hi - x->lo - x->done);
+    {
+      struct dl_req *m, *tmp;
+      DL_FOREACH_MEMBER (m, x->unit, tmp)
+        memcpy (req_of (m)->buf, x->buf + (m->offset - x->lo), m->length);
+    }
+    break;
+
+  case X_RMW:
+    (void) tag;
+    if (res < 0 && x->result == 0)
+      x->result = res;
+    /* A short edge read can only be the end of the device: zeroes.
+     * Which edge it was does not matter: each was a whole block and
+     * the data about to be copied in overwrites the rest.
+     */
+    if (x->pending > 0)
+      return;
+    if (x->result < 0)
+      break;
+    fill_write (x);
+    x->phase = X_WRITE;
+    x->done = 0;
+    submit_main (x);
+    return;
+
+  case X_WRITE:
+    if (res < 0) {
+      x->result = res;
+      break;
+    }
+    if (res == 0) {
+      x->result = -EIO;
+      break;
+    }
+    x->done += res;
+    if (x->done < x->hi - x->lo) {
+      pthread_mutex_lock (&e->stats_lock);
+      e->st.short_io++;
+      pthread_mutex_unlock (&e->stats_lock);
+      submit_main (x);
+      return;
+    }
+    if (x->zeroing) {
+      zero_step (x);
+      return;
+    }
+    break;
+
+  case X_FALLOC:
+    if (res == -EOPNOTSUPP || res == -EINVAL || res == -ENODEV) {
+      if (x->unit->op == DL_OP_TRIM) {
+        res = 0;                /* advisory */
+      }
+      else {
+        start_zero_write (x, x->lo, x->hi - x->lo);
+        return;
+      }
+    }
+    if (res < 0) {
+      x->result = res;
+      break;
+    }
+    if (x->fsync_after) {
+      prep_fsync (x);
+      return;
+    }
+    break;
+
+  case X_FSYNC:
+    if (res < 0)
+      x->result = res;
+    break;
+  }
+  if (x->pending == 0)
+    finish (x);
+}
+
+void
+direct_reap (struct engine *e)
+{
+  struct io_uring_cqe *cqe;
+
+  if (!e->ring_ready)
+    return;
+  while (io_uring_peek_cqe (&e->ring, &cqe) == 0) {
+    uintptr_t ud = (uintptr_t) io_uring_cqe_get_data (cqe);
+    struct xfer *x = (struct xfer *) (ud & ~(uintptr_t) TAG_MASK);
+    int res = cqe->res;
+
+    /* Consume first: on_cqe may queue SQEs and submit. */
+    io_uring_cqe_seen (&e->ring, cqe);
+    on_cqe (x, (int) (ud & TAG_MASK), res);
+  }
+}

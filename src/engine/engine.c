@@ -1,0 +1,565 @@
+/* nbd-deadline: the engine's lifecycle, inbox and loop.
+ *
+ * Submitting threads never touch the scheduler: they append to the
+ * inbox under `lock` and wake the loop.  The loop thread alone owns the
+ * scheduler, the ring and the depth counters, so none of those need
+ * locks.  The scheduler only has a choice to make while requests wait,
+ * which is why units are handed to the device only while fewer than
+ * `depth` of them are in flight: everything else waits in the core,
+ * where it can be ordered.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+uint64_t
+engine_now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+void
+engine_params_default (struct engine_params *p)
+{
+  memset (p, 0, sizeof *p);
+  p->dispatch = ENGINE_DIRECT;
+  dl_tunables_default (&p->tunables);
+  p->depth = 4;
+  p->max_bytes = 8u << 20;
+  p->align = 1;
+}
+
+struct waiter {
+  pthread_mutex_t m;
+  pthread_cond_t c;
+};
+
+struct engine *
+engine_new (const struct engine_params *p, char *err, size_t errlen)
+{
+  struct engine *e;
+  int r;
+
+  if (p->depth < 1 || p->depth > 1024) {
+    snprintf (err, errlen, "depth %u out of range 1..1024", p->depth);
+    errno = EINVAL;
+    return NULL;
+  }
+  if (p->max_bytes < 4096) {
+    snprintf (err, errlen, "max in-flight bytes must be at least 4096");
+    errno = EINVAL;
+    return NULL;
+  }
+  if (dl_tunables_validate (&p->tunables, err, errlen) != 0) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if (p->dispatch == ENGINE_NEXT && p->perform == NULL) {
+    snprintf (err, errlen, "next dispatch needs a perform callback");
+    errno = EINVAL;
+    return NULL;
+  }
+  if (p->dispatch == ENGINE_DIRECT && p->path == NULL) {
+    snprintf (err, errlen, "direct dispatch needs a backing path");
+    errno = EINVAL;
+    return NULL;
+  }
+
+  e = calloc (1, sizeof *e);
+  if (e == NULL) {
+    snprintf (err, errlen, "calloc: %s", strerror (errno));
+    return NULL;
+  }
+  e->p = *p;
+  e->b.fd = e->b.fd_buffered = -1;
+  e->efd = -1;
+  pthread_mutex_init (&e->lock, NULL);
+  pthread_mutex_init (&e->stats_lock, NULL);
+  pthread_mutex_init (&e->wq_lock, NULL);
+  pthread_cond_init (&e->wq_cond, NULL);
+
+  if (p->dispatch == ENGINE_DIRECT) {
+    struct io_uring probe;
+
+    r = backing_open (&e->b, p->path, p->readonly, err, errlen);
+    if (r < 0)
+      goto fail;
+    e->size = e->b.size;
+    e->align = e->b.align;
+    /* Make sure a ring can be had here, so that a refusal shows on the
+     * terminal rather than in syslog after the fork; the real one is
+     * made in engine_start.
+     */
+    r = io_uring_queue_init (8, &probe, 0);
+    if (r < 0) {
+      snprintf (err, errlen, "io_uring_queue_init: %s", strerror (-r));
+      goto fail;
+    }
+    io_uring_queue_exit (&probe);
+  }
+  else {
+    e->align = p->align ? p->align : 1;
+    if (e->align & (e->align - 1)) {
+      snprintf (err, errlen, "alignment %u is not a power of two", e->align);
+      r = -EINVAL;
+      goto fail;
+    }
+  }
+
+  e->sched = dl_sched_new (&p->tunables, e->align);
+  if (e->sched == NULL) {
+    r = -errno;
+    snprintf (err, errlen, "dl_sched_new: %s", strerror (errno));
+    goto fail;
+  }
+  return e;
+
+ fail:
+  engine_free (e);
+  errno = -r;
+  return NULL;
+}
+
+uint64_t engine_size (const struct engine *e) { return e->size; }
+uint32_t engine_align (const struct engine *e) { return e->align; }
+bool engine_is_blockdev (const struct engine *e) { return e->b.blockdev; }
+bool engine_readonly (const struct engine *e)
+{
+  return e->p.dispatch == ENGINE_DIRECT && e->b.readonly;
+}
+
+/* Wake the submitter of one request. */
+static void
+complete_req (struct engine *e, struct engine_req *r, uint64_t now)
+{
+  struct waiter *w = r->waiter;
+  int dir = (r->op == DL_OP_READ) ? DL_READ : DL_WRITE;
+
+  pthread_mutex_lock (&e->stats_lock);
+  e->st.completed++;
+  if (r->result != 0)
+    e->st.failed++;
+  if (r->t_dispatch)
+    dl_hist_add (&e->st.device, now - r->t_dispatch);
+  dl_hist_add (&e->st.total[dir], now - r->t_submit);
+  pthread_mutex_unlock (&e->stats_lock);
+
+  pthread_mutex_lock (&w->m);
+  r->done = 1;
+  pthread_cond_signal (&w->c);
+  pthread_mutex_unlock (&w->m);
+}
+
+void
+engine_unit_done (struct engine *e, struct dl_req *unit, int result,
+                  bool per_member)
+{
+  uint64_t now = engine_now_ns ();
+  struct dl_req *m, *tmp;
+
+  e->inflight--;
+  e->inflight_bytes -= unit->op == DL_OP_FLUSH ? 0 : unit->unit_length;
+  dl_complete (e->sched, unit, now);
+  DL_FOREACH_MEMBER (m, unit, tmp) {
+    struct engine_req *r = req_of (m);
+    if (!per_member)
+      r->result = result;
+    complete_req (e, r, now);
+  }
+}
+
+/* Fail a unit that never reached the device (shutdown). */
+static void
+fail_unit (struct engine *e, struct dl_req *unit, int err)
+{
+  uint64_t now = engine_now_ns ();
+  struct dl_req *m, *tmp;
+
+  DL_FOREACH_MEMBER (m, unit, tmp) {
+    struct engine_req *r = req_of (m);
+    r->result = err;
+    complete_req (e, r, now);
+  }
+}
+
+static void
+issue (struct engine *e, struct dl_req *unit, uint64_t now)
+{
+  struct dl_req *m, *tmp;
+  uint64_t members = 0;
+
+  e->inflight++;
+  e->inflight_bytes += unit->op == DL_OP_FLUSH ? 0 : unit->unit_length;
+  DL_FOREACH_MEMBER (m, unit, tmp) {
+    struct engine_req *r = req_of (m);
+    r->t_dispatch = now;
+    members++;
+  }
+  pthread_mutex_lock (&e->stats_lock);
+  e->st.units++;
+  e->st.unit_members += members;
+  DL_FOREACH_MEMBER (m, unit, tmp)
+    dl_hist_add (&e->st.queue, now - req_of (m)->t_insert);
+  if (e->inflight > e->st.inflight_max)
+    e->st.inflight_max = e->inflight;
+  pthread_mutex_unlock (&e->stats_lock);
+
+  if (e->p.dispatch == ENGINE_DIRECT)
+    direct_issue (e, unit);
+  else
+    nextpool_issue (e, unit);
+}
+
+/* Hand units to the device while there is room; arm the core's timer. */
+static void
+pump (struct engine *e)
+{
+  uint64_t now = engine_now_ns (), t, waiting;
+  struct dl_req *unit;
+
+  if (!e->draining) {
+    while (e->inflight < e->p.depth && e->inflight_bytes < e->p.max_bytes) {
+      unit = dl_dispatch (e->sched, now);
+      if (unit == NULL)
+        break;
+      issue (e, unit, now);
+    }
+  }
+
+  waiting = dl_waiting (e->sched);
+  pthread_mutex_lock (&e->stats_lock);
+  if (waiting > e->st.waiting_max)
+    e->st.waiting_max = waiting;
+  dl_sched_stats (e->sched, &e->st.sched);
+  pthread_mutex_unlock (&e->stats_lock);
+
+  /* The core may want to be asked again later even if nothing happens
+   * (e.g. a deadline expiring while it idles the device).
+   */
+  ev_timer_stop (e->loop, &e->sched_timer);
+  t = waiting ? dl_next_timer (e->sched, now) : 0;
+  if (t) {
+    double after = t > now ? (double) (t - now) / 1e9 : 0.;
+    ev_timer_set (&e->sched_timer, after, 0.);
+    ev_timer_start (e->loop, &e->sched_timer);
+  }
+
+  if (e->p.dispatch == ENGINE_DIRECT)
+    direct_submit (e);
+
+  if (e->draining && e->inflight == 0)
+    ev_break (e->loop, EVBREAK_ALL);
+}
+
+static void
+on_wake (struct ev_loop *loop, ev_async *w, int revents)
+{
+  struct engine *e = w->data;
+  struct engine_req *in, *done, *r, *next;
+  bool stopping, tun;
+  struct dl_tunables t;
+  uint64_t now;
+
+  (void) loop; (void) revents;
+  pthread_mutex_lock (&e->lock);
+  in = e->inbox_head;
+  e->inbox_head = e->inbox_tail = NULL;
+  done = e->done_head;
+  e->done_head = NULL;
+  stopping = e->stopping;
+  tun = e->tunables_pending;
+  t = e->new_tunables;
+  e->tunables_pending = false;
+  pthread_mutex_unlock (&e->lock);
+
+  if (tun) {
+    char err[128];
+    dl_sched_set_tunables (e->sched, &t, err, sizeof err);
+  }
+
+  /* Completions first: they free slots for what arrives. */
+  for (r = done; r; r = next) {
+    next = r->inbox_next;
+    engine_unit_done (e, &r->dl, 0, true);
+  }
+
+  now = engine_now_ns ();
+  for (r = in; r; r = next) {
+    next = r->inbox_next;
+    r->t_insert = now;
+    pthread_mutex_lock (&e->stats_lock);
+    dl_hist_add (&e->st.inbox, now - r->t_submit);
+    pthread_mutex_unlock (&e->stats_lock);
+    if (stopping) {
+      r->result = -ESHUTDOWN;
+      complete_req (e, r, now);
+      continue;
+    }
+    dl_insert (e->sched, &r->dl, now);
+  }
+
+  if (stopping && !e->draining) {
+    struct dl_req *u;
+    e->draining = true;
+    while ((u = dl_drain (e->sched)) != NULL)
+      fail_unit (e, u, -ESHUTDOWN);
+  }
+  pump (e);
+}
+
+static void
+on_ring (struct ev_loop *loop, ev_io *w, int revents)
+{
+  struct engine *e = w->data;
+  uint64_t v;
+
+  (void) loop; (void) revents;
+  if (read (e->efd, &v, sizeof v) < 0 && errno != EAGAIN) {
+    /* Nothing to do: the CQ is drained regardless. */
+  }
+  direct_reap (e);
+  pump (e);
+}
+
+static void
+on_timer (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  (void) loop; (void) revents;
+  pump (w->data);
+}
+
+static void *
+loop_thread (void *arg)
+{
+  struct engine *e = arg;
+
+  ev_run (e->loop, 0);
+  return NULL;
+}
+
+int
+engine_start (struct engine *e)
+{
+  char err[256];
+  int r;
+
+  if (e->started)
+    return 0;
+  e->loop = ev_loop_new (EVFLAG_AUTO | EVFLAG_NOSIGMASK);
+  if (e->loop == NULL)
+    return -ENOMEM;
+  ev_async_init (&e->wake, on_wake);
+  e->wake.data = e;
+  ev_async_start (e->loop, &e->wake);
+  ev_init (&e->sched_timer, on_timer);
+  e->sched_timer.data = e;
+
+  if (e->p.dispatch == ENGINE_DIRECT) {
+    r = direct_setup (e, err, sizeof err);
+    if (r < 0)
+      return r;
+    ev_io_init (&e->ring_io, on_ring, e->efd, EV_READ);
+    e->ring_io.data = e;
+    ev_io_start (e->loop, &e->ring_io);
+  }
+  else {
+    r = nextpool_start (e);
+    if (r < 0)
+      return r;
+  }
+
+  r = pthread_create (&e->thread, NULL, loop_thread, e);
+  if (r != 0) {
+    if (e->p.dispatch == ENGINE_NEXT)
+      nextpool_stop (e);
+    return -r;
+  }
+  pthread_mutex_lock (&e->lock);
+  e->started = true;
+  pthread_mutex_unlock (&e->lock);
+  return 0;
+}
+
+int
+engine_submit (struct engine *e, struct engine_req *r)
+{
+  struct waiter w;
+  bool first;
+
+  r->dl.offset = r->offset;
+  r->dl.length = r->op == DL_OP_FLUSH ? 0 : r->length;
+  r->dl.op = r->op;
+  r->dl.flags = r->flags;
+  r->dl.stream = r->stream;
+  r->dl.priv = r;
+  r->inbox_next = NULL;
+  r->t_submit = engine_now_ns ();
+  r->t_insert = r->t_dispatch = 0;
+  r->result = 0;
+  r->done = 0;
+  pthread_mutex_init (&w.m, NULL);
+  pthread_cond_init (&w.c, NULL);
+  r->waiter = &w;
+
+  pthread_mutex_lock (&e->lock);
+  if (!e->started || e->stopping) {
+    pthread_mutex_unlock (&e->lock);
+    pthread_cond_destroy (&w.c);
+    pthread_mutex_destroy (&w.m);
+    return -ESHUTDOWN;
+  }
+  first = e->inbox_head == NULL;
+  if (first)
+    e->inbox_head = r;
+  else
+    e->inbox_tail->inbox_next = r;
+  e->inbox_tail = r;
+  pthread_mutex_unlock (&e->lock);
+
+  pthread_mutex_lock (&e->stats_lock);
+  e->st.submitted++;
+  pthread_mutex_unlock (&e->stats_lock);
+
+  /* One wake-up per batch: later arrivals ride on the first's. */
+  if (first)
+    ev_async_send (e->loop, &e->wake);
+
+  pthread_mutex_lock (&w.m);
+  while (!r->done)
+    pthread_cond_wait (&w.c, &w.m);
+  pthread_mutex_unlock (&w.m);
+  pthread_cond_destroy (&w.c);
+  pthread_mutex_destroy (&w.m);
+  return r->result;
+}
+
+int
+engine_set_tunables (struct engine *e, const struct dl_tunables *t,
+                     char *err, size_t errlen)
+{
+  if (dl_tunables_validate (t, err, errlen) != 0)
+    return -EINVAL;
+  pthread_mutex_lock (&e->lock);
+  e->new_tunables = *t;
+  e->tunables_pending = true;
+  pthread_mutex_unlock (&e->lock);
+  if (e->started)
+    ev_async_send (e->loop, &e->wake);
+  else
+    dl_sched_set_tunables (e->sched, t, err, errlen);
+  return 0;
+}
+
+void
+engine_stop (struct engine *e)
+{
+  bool was_started;
+
+  if (e == NULL)
+    return;
+  pthread_mutex_lock (&e->lock);
+  was_started = e->started && !e->stopped;
+  e->stopping = true;
+  e->stopped = true;
+  pthread_mutex_unlock (&e->lock);
+  if (!was_started)
+    return;
+
+  ev_async_send (e->loop, &e->wake);
+  pthread_join (e->thread, NULL);
+  if (e->p.dispatch == ENGINE_NEXT)
+    nextpool_stop (e);
+  else
+    direct_teardown (e);
+}
+
+void
+engine_free (struct engine *e)
+{
+  if (e == NULL)
+    return;
+  engine_stop (e);
+  if (e->loop)
+    ev_loop_destroy (e->loop);
+  if (e->sched)
+    dl_sched_free (e->sched);
+  backing_close (&e->b);
+  pthread_mutex_destroy (&e->lock);
+  pthread_mutex_destroy (&e->stats_lock);
+  pthread_mutex_destroy (&e->wq_lock);
+  pthread_cond_destroy (&e->wq_cond);
+  free (e);
+}
+
+void
+engine_get_stats (struct engine *e, struct engine_stats *st)
+{
+  pthread_mutex_lock (&e->stats_lock);
+  *st = e->st;
+  pthread_mutex_unlock (&e->stats_lock);
+}
+
+static void
+fmt_hist (char **p, size_t *left, const char *name, const struct dl_hist *h)
+{
+  int n;
+
+  if (h->count == 0)
+    return;
+  n = snprintf (*p, *left, " %s[n=%" PRIu64 " p50=%.1fus p99=%.1fus max=%.1fus]",
+                name, h->count,
+                dl_hist_percentile (h, 50) / 1e3,
+                dl_hist_percentile (h, 99) / 1e3, h->max / 1e3);
+  if (n > 0 && (size_t) n < *left) {
+    *p += n;
+    *left -= n;
+  }
+}
+
+void
+engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
+{
+  char *p = buf;
+  size_t left = len;
+  int n;
+
+  n = snprintf (p, left,
+                "requests=%" PRIu64 " failed=%" PRIu64 " units=%" PRIu64
+                " members=%" PRIu64 " reads=%" PRIu64 " writes=%" PRIu64
+                " flushes=%" PRIu64 " merged_back=%" PRIu64
+                " merged_front=%" PRIu64 " batches=%" PRIu64 "/%" PRIu64
+                " expired=%" PRIu64 "/%" PRIu64 " starved=%" PRIu64
+                " seeks=%" PRIu64 " hazard_holds=%" PRIu64 " rmw=%" PRIu64
+                " short_io=%" PRIu64 " zero_fallback=%" PRIu64
+                " inflight_max=%" PRIu64 " waiting_max=%" PRIu64,
+                st->completed, st->failed, st->units, st->unit_members,
+                st->sched.inserted[DL_READ], st->sched.inserted[DL_WRITE],
+                st->sched.flushes, st->sched.merged_back,
+                st->sched.merged_front,
+                st->sched.batches[DL_READ], st->sched.batches[DL_WRITE],
+                st->sched.expired[DL_READ], st->sched.expired[DL_WRITE],
+                st->sched.starved_switches, st->sched.seeks,
+                st->sched.hazard_holds, st->rmw, st->short_io,
+                st->zero_fallback, st->inflight_max, st->waiting_max);
+  if (n < 0 || (size_t) n >= left)
+    return;
+  p += n;
+  left -= n;
+  fmt_hist (&p, &left, "inbox", &st->inbox);
+  fmt_hist (&p, &left, "sched", &st->queue);
+  fmt_hist (&p, &left, "device", &st->device);
+  fmt_hist (&p, &left, "read", &st->total[DL_READ]);
+  fmt_hist (&p, &left, "write", &st->total[DL_WRITE]);
+}

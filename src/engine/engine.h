@@ -1,0 +1,137 @@
+/* nbd-deadline: the engine.
+ *
+ * One engine per backing device.  It owns a scheduler instance (the
+ * core) and drives it from a libev loop running in its own thread:
+ * submitting threads push requests onto an inbox and wake the loop with
+ * an ev_async; the loop inserts them into the scheduler and, whenever
+ * fewer than `depth` units (and fewer than `max_bytes` bytes) are in
+ * flight, asks the scheduler for the next unit and issues it:
+ *
+ *   ENGINE_DIRECT  through an io_uring on the backing opened O_DIRECT
+ *                  (aligned bounce buffers, read-modify-write for
+ *                  unaligned requests, fallocate for trim/zero);
+ *   ENGINE_NEXT    through a caller-supplied callback, on a pool of
+ *                  `depth` worker threads (the callback may block).
+ *
+ * Plain C: nothing here knows about nbdkit.  Errors are -errno, with a
+ * one-line reason in the caller's buffer where one is taken.
+ */
+#ifndef NBD_DEADLINE_ENGINE_H
+#define NBD_DEADLINE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum engine_dispatch { ENGINE_DIRECT = 0, ENGINE_NEXT };
+
+/* Request flags (a superset of the core's DL_F_*; passed through). */
+#define ENGINE_F_FUA        DL_F_FUA
+#define ENGINE_F_MAY_TRIM   DL_F_MAY_TRIM
+#define ENGINE_F_FAST_ZERO  (1u << 8)   /* NEXT only: fail rather than write */
+
+struct engine_req;
+
+/* ENGINE_NEXT: perform one request (r->op, r->offset, r->length,
+ * r->flags, r->buf, r->ctx) through the layer below.  Called on a worker
+ * thread; may block.  Returns 0 or -errno.
+ */
+typedef int (*engine_perform_fn) (void *opaque, struct engine_req *r);
+
+struct engine_params {
+  enum engine_dispatch dispatch;
+  const char *path;             /* DIRECT: file or block device */
+  bool readonly;                /* DIRECT: open O_RDONLY */
+  struct dl_tunables tunables;
+  uint32_t depth;               /* units in flight at the device, >= 1 */
+  uint64_t max_bytes;           /* bytes in flight (a bigger unit still goes alone) */
+  uint32_t align;               /* NEXT: granularity to give the core (1 if none) */
+  engine_perform_fn perform;    /* NEXT */
+  void *perform_opaque;
+};
+
+void engine_params_default (struct engine_params *p);
+
+/* One request.  The caller owns it (usually on its stack) and fills the
+ * first block; engine_submit() returns when it has completed.
+ */
+struct engine_req {
+  enum dl_op op;
+  uint64_t offset;
+  uint32_t length;
+  uint32_t flags;               /* ENGINE_F_* */
+  void *buf;                    /* READ: filled; WRITE: data; else NULL */
+  uint64_t stream;              /* who sent it (connection id) */
+  void *ctx;                    /* NEXT: the caller's handle for perform */
+
+  /* Private to the engine. */
+  struct dl_req dl;
+  struct engine_req *inbox_next;
+  uint64_t t_submit, t_insert, t_dispatch;
+  int result;
+  int done;
+  void *waiter;
+};
+
+struct engine;
+
+/* Validates the parameters, opens the backing (DIRECT) and allocates;
+ * no thread is started (safe before fork).  NULL with errno set and a
+ * one-line reason in errbuf.
+ */
+struct engine *engine_new (const struct engine_params *p,
+                           char *errbuf, size_t errlen);
+/* Starts the loop thread (and the NEXT workers).  0 or -errno. */
+int engine_start (struct engine *e);
+/* Queue r and wait for it.  Returns 0 or -errno (as the device gave it). */
+int engine_submit (struct engine *e, struct engine_req *r);
+/* Fails everything still waiting (-ESHUTDOWN), lets what is in flight
+ * finish, and stops the threads.  Idempotent; safe if never started.
+ */
+void engine_stop (struct engine *e);
+void engine_free (struct engine *e);
+
+/* What the backing is (DIRECT; for NEXT: size 0, align p->align). */
+uint64_t engine_size (const struct engine *e);
+uint32_t engine_align (const struct engine *e);
+bool engine_is_blockdev (const struct engine *e);
+bool engine_readonly (const struct engine *e);
+
+/* Change tunables at run time (taken by the loop at its next turn). */
+int engine_set_tunables (struct engine *e, const struct dl_tunables *t,
+                         char *errbuf, size_t errlen);
+
+struct engine_stats {
+  struct dl_stats sched;        /* as of the last loop turn */
+  uint64_t submitted, completed, failed;
+  uint64_t units, unit_members; /* units issued and the requests they held */
+  uint64_t rmw;                 /* writes that needed a read of edge blocks */
+  uint64_t short_io;            /* resubmissions after a short read/write */
+  uint64_t zero_fallback;       /* zero done by writing zeroes */
+  uint64_t inflight_max;        /* most units seen in flight */
+  uint64_t waiting_max;         /* most units seen waiting in the core */
+  /* Where requests wait, in ns. */
+  struct dl_hist inbox;         /* submit -> inserted by the loop */
+  struct dl_hist queue;         /* inserted -> dispatched (the scheduler) */
+  struct dl_hist device;        /* dispatched -> completed (the device) */
+  struct dl_hist total[2];      /* submit -> completed, by direction */
+};
+
+/* A consistent copy; may be called at any time. */
+void engine_get_stats (struct engine *e, struct engine_stats *st);
+/* One line of counters and percentiles, for logs. */
+void engine_format_stats (const struct engine_stats *st, char *buf, size_t len);
+
+uint64_t engine_now_ns (void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NBD_DEADLINE_ENGINE_H */

@@ -1,0 +1,94 @@
+/* nbd-deadline: the engine's private state, shared by its files.
+ *
+ *   engine.c    lifecycle, inbox, the loop, depth accounting, stats
+ *   direct.c    issuing units through io_uring on the O_DIRECT backing
+ *   nextpool.c  issuing units through a callback on worker threads
+ */
+#ifndef NBD_DEADLINE_ENGINE_INTERNAL_H
+#define NBD_DEADLINE_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ev.h>
+#include <liburing.h>
+
+#include "engine.h"
+#include "backing.h"
+#include "bufpool.h"
+
+struct xfer;
+
+struct engine {
+  struct engine_params p;
+  struct backing b;             /* DIRECT */
+  uint64_t size;
+  uint32_t align;
+  struct dl_sched *sched;       /* loop thread only */
+
+  /* Shared with submitting threads and workers, under lock. */
+  pthread_mutex_t lock;
+  struct engine_req *inbox_head, *inbox_tail;
+  struct engine_req *done_head; /* NEXT: unit heads finished by workers */
+  bool started, stopping, stopped;
+  bool tunables_pending;
+  struct dl_tunables new_tunables;
+
+  /* The loop thread's. */
+  pthread_t thread;
+  struct ev_loop *loop;
+  ev_async wake;
+  ev_io ring_io;
+  ev_timer sched_timer;
+  uint32_t inflight;            /* units at the device */
+  uint64_t inflight_bytes;
+  bool draining;
+
+  /* DIRECT. */
+  struct io_uring ring;
+  bool ring_ready;
+  int efd;
+  struct bufpool pool;
+  struct xfer *xfer_free;
+  void *zeroes;                 /* ZCHUNK aligned zero bytes, read-only */
+
+  /* NEXT. */
+  pthread_t *workers;
+  uint32_t nworkers;
+  pthread_mutex_t wq_lock;
+  pthread_cond_t wq_cond;
+  struct engine_req *wq_head, *wq_tail;
+  bool wq_stop;
+
+  /* Statistics, under stats_lock (updated by the loop thread). */
+  pthread_mutex_t stats_lock;
+  struct engine_stats st;
+};
+
+/* engine.c: the loop calls these when a unit has finished.  result is
+ * applied to every member; with per_member, each member's own
+ * engine_req.result is kept instead (NEXT).
+ */
+void engine_unit_done (struct engine *e, struct dl_req *unit, int result,
+                       bool per_member);
+
+/* direct.c */
+int direct_setup (struct engine *e, char *err, size_t errlen);  /* after fork */
+void direct_teardown (struct engine *e);
+void direct_issue (struct engine *e, struct dl_req *unit);
+void direct_reap (struct engine *e);          /* from the ring's ev_io */
+void direct_submit (struct engine *e);        /* flush queued SQEs */
+
+/* nextpool.c */
+int nextpool_start (struct engine *e);
+void nextpool_stop (struct engine *e);
+void nextpool_issue (struct engine *e, struct dl_req *unit);
+
+static inline struct engine_req *
+req_of (struct dl_req *d)
+{
+  return (struct engine_req *) d->priv;
+}
+
+#endif

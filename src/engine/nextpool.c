@@ -1,0 +1,104 @@
+/* nbd-deadline: issuing units through the layer below.
+ *
+ * The callback (the filter's next->pread etc.) blocks, and the loop
+ * must not, so `depth` worker threads take dispatched units from a
+ * queue, perform each member in offset order, and hand the unit back
+ * to the loop through the done list and an ev_async.  There are never
+ * more units in flight than workers, so none waits here long.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+static void *
+worker (void *arg)
+{
+  struct engine *e = arg;
+
+  for (;;) {
+    struct engine_req *head;
+    struct dl_req *m, *tmp;
+    bool first;
+
+    pthread_mutex_lock (&e->wq_lock);
+    while (e->wq_head == NULL && !e->wq_stop)
+      pthread_cond_wait (&e->wq_cond, &e->wq_lock);
+    if (e->wq_head == NULL) {
+      pthread_mutex_unlock (&e->wq_lock);
+      return NULL;
+    }
+    head = e->wq_head;
+    e->wq_head = head->inbox_next;
+    if (e->wq_head == NULL)
+      e->wq_tail = NULL;
+    pthread_mutex_unlock (&e->wq_lock);
+
+    DL_FOREACH_MEMBER (m, &head->dl, tmp) {
+      struct engine_req *r = req_of (m);
+      r->result = e->p.perform (e->p.perform_opaque, r);
+    }
+
+    pthread_mutex_lock (&e->lock);
+    first = e->done_head == NULL;
+    head->inbox_next = e->done_head;
+    e->done_head = head;
+    pthread_mutex_unlock (&e->lock);
+    if (first)
+      ev_async_send (e->loop, &e->wake);
+  }
+}
+
+int
+nextpool_start (struct engine *e)
+{
+  uint32_t i;
+  int r;
+
+  e->workers = calloc (e->p.depth, sizeof *e->workers);
+  if (e->workers == NULL)
+    return -ENOMEM;
+  e->wq_stop = false;
+  for (i = 0; i < e->p.depth; ++i) {
+    r = pthread_create (&e->workers[i], NULL, worker, e);
+    if (r != 0) {
+      e->nworkers = i;
+      nextpool_stop (e);
+      return -r;
+    }
+  }
+  e->nworkers = e->p.depth;
+  return 0;
+}
+
+void
+nextpool_stop (struct engine *e)
+{
+  uint32_t i;
+
+  pthread_mutex_lock (&e->wq_lock);
+  e->wq_stop = true;
+  pthread_cond_broadcast (&e->wq_cond);
+  pthread_mutex_unlock (&e->wq_lock);
+  for (i = 0; i < e->nworkers; ++i)
+    pthread_join (e->workers[i], NULL);
+  free (e->workers);
+  e->workers = NULL;
+  e->nworkers = 0;
+}
+
+void
+nextpool_issue (struct engine *e, struct dl_req *unit)
+{
+  struct engine_req *head = req_of (unit);
+
+  head->inbox_next = NULL;
+  pthread_mutex_lock (&e->wq_lock);
+  if (e->wq_tail)
+    e->wq_tail->inbox_next = head;
+  else
+    e->wq_head = head;
+  e->wq_tail = head;
+  pthread_cond_signal (&e->wq_cond);
+  pthread_mutex_unlock (&e->wq_lock);
+}

@@ -1,0 +1,418 @@
+/* nbd-deadline: the nbdkit filter.
+ *
+ * Thin glue: every data request becomes an engine_req that the nbdkit
+ * worker thread submits and waits for; the engine (one per process,
+ * shared by every connection, since scheduling is per device) orders
+ * and issues them.  Two ways down:
+ *
+ *   direct  the engine's own io_uring on the backing opened O_DIRECT,
+ *           only when we can show we sit right above the file plugin
+ *           (file= went through us and no other filter was loaded
+ *           before us; see below.c);
+ *   next    the layer below (next->pread, ...) in scheduler order.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nbdkit-filter.h>
+
+#include "engine.h"
+#include "params.h"
+#include "below.h"
+
+#define MAX_REQUEST (32u << 20)
+
+static struct filter_params params;
+static struct below below;
+static char *file_path;         /* the file plugin's file=, absolute */
+static const char *not_direct;  /* why direct cannot be proven, or NULL */
+static bool other_file_mode;    /* dir= or fd= seen */
+static enum engine_dispatch mode;
+static struct engine *engine;
+static _Atomic uint64_t conn_counter;
+
+struct handle {
+  uint64_t id;
+};
+
+static void
+deadline_load (void)
+{
+  params_default (&params);
+  below_scan (&below, (const void *) deadline_load);
+}
+
+static void
+deadline_unload (void)
+{
+  free (file_path);
+  file_path = NULL;
+}
+
+static int
+deadline_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
+                 const char *key, const char *value)
+{
+  char err[256];
+  int r = params_set (&params, key, value, err, sizeof err);
+
+  if (r < 0) {
+    nbdkit_error ("%s", err);
+    return -1;
+  }
+  if (r > 0)
+    return 0;
+
+  if (strcmp (key, "file") == 0) {
+    free (file_path);
+    file_path = nbdkit_absolute_path (value);
+    if (file_path == NULL)
+      return -1;
+  }
+  else if (strcmp (key, "dir") == 0 || strcmp (key, "fd") == 0)
+    other_file_mode = true;
+  return next (nxdata, key, value);
+}
+
+static int
+deadline_config_complete (nbdkit_next_config_complete *next,
+                          nbdkit_backend *nxdata)
+{
+  char err[256];
+
+  if (dl_tunables_validate (&params.tunables, err, sizeof err) != 0) {
+    nbdkit_error ("deadline: %s", err);
+    return -1;
+  }
+
+  if (!below.file_plugin)
+    not_direct = below.plugin[0] ? "the plugin is not the file plugin"
+                                 : "no plugin was seen loaded before the filter";
+  else if (below.filters_below > 0)
+    not_direct = "another filter sits between this filter and the plugin";
+  else if (other_file_mode || file_path == NULL)
+    not_direct = "the file plugin was not given file=";
+  else
+    not_direct = NULL;
+
+  if (params.dispatch == DISPATCH_DIRECT && not_direct) {
+    nbdkit_error ("deadline-dispatch=direct refused: %s%s%s", not_direct,
+                  below.filter[0] ? ": " : "", below.filter);
+    return -1;
+  }
+  mode = (params.dispatch == DISPATCH_NEXT || not_direct)
+    ? ENGINE_NEXT : ENGINE_DIRECT;
+  nbdkit_debug ("deadline: dispatch=%s -> %s%s%s", dispatch_name (params.dispatch),
+                mode == ENGINE_DIRECT ? "direct" : "next",
+                not_direct ? " because " : "", not_direct ? not_direct : "");
+  return next (nxdata);
+}
+
+#define deadline_config_help \
+  "deadline-scheduler=deadline|noop|elevator  Policy (default deadline).\n" \
+  "deadline-read-expire=DURATION   Read deadline (default 500ms).\n" \
+  "deadline-write-expire=DURATION  Write deadline (default 5s, 0 = none).\n" \
+  "deadline-fifo-batch=N           Cost units per batch (default 64).\n" \
+  "deadline-seek-cost=N            Cost of a seek in a batch (default 16).\n" \
+  "deadline-writes-starved=N       Read batches before writes must go (default 2).\n" \
+  "deadline-front-merges=BOOL      Merge in front of queued requests (default on).\n" \
+  "deadline-max-merge=SIZE         Largest merged unit (default 1M, 0 = no merging).\n" \
+  "deadline-depth=N                Units in flight at the device (default 4;\n" \
+  "                                raise to 16-64 for SSDs/NVMe).\n" \
+  "deadline-max-inflight=SIZE      Bytes in flight (default depth*max-merge, >= 8M).\n" \
+  "deadline-dispatch=auto|direct|next  io_uring O_DIRECT on the file plugin's\n" \
+  "                                file, or through the layer below (default auto).\n" \
+  "DURATION: 500ms, 1.5s, 250us, 100ns; SIZE: 4096, 64k, 1M."
+
+static int
+deadline_thread_model (void)
+{
+  return NBDKIT_THREAD_MODEL_PARALLEL;
+}
+
+static int perform_next (void *opaque, struct engine_req *r);
+
+static int
+deadline_get_ready (int thread_model)
+{
+  struct engine_params ep;
+  char err[256];
+  uint64_t need;
+
+  engine_params_default (&ep);
+  ep.dispatch = mode;
+  ep.path = file_path;
+  ep.readonly = false;          /* falls back to read-only if refused */
+  ep.tunables = params.tunables;
+  ep.depth = params.depth;
+  need = (uint64_t) params.depth * (params.tunables.max_merge ? params.tunables.max_merge : 65536);
+  ep.max_bytes = params.max_inflight ? params.max_inflight
+                                     : (need > (8u << 20) ? need : (8u << 20));
+  ep.align = 1;                 /* next: the layer below aligns for itself */
+  ep.perform = perform_next;
+  ep.perform_opaque = NULL;
+
+  engine = engine_new (&ep, err, sizeof err);
+  if (engine == NULL) {
+    nbdkit_error ("deadline: %s", err);
+    return -1;
+  }
+  nbdkit_debug ("deadline: %s, depth %u, %" PRIu64 " bytes in flight, align %u%s",
+                mode == ENGINE_DIRECT ? file_path : "next layer",
+                ep.depth, ep.max_bytes, engine_align (engine),
+                mode == ENGINE_DIRECT && engine_is_blockdev (engine) ? " (block device)" : "");
+  return 0;
+}
+
+static int
+deadline_after_fork (nbdkit_backend *backend)
+{
+  int r = engine_start (engine);
+
+  if (r < 0) {
+    nbdkit_error ("deadline: starting the engine: %s", strerror (-r));
+    return -1;
+  }
+  return 0;
+}
+
+static void
+log_stats (const char *when)
+{
+  struct engine_stats st;
+  char buf[2048];
+
+  if (engine == NULL)
+    return;
+  engine_get_stats (engine, &st);
+  engine_format_stats (&st, buf, sizeof buf);
+  nbdkit_debug ("deadline stats (%s): %s", when, buf);
+}
+
+static void
+deadline_cleanup (nbdkit_backend *backend)
+{
+  if (engine == NULL)
+    return;
+  engine_stop (engine);
+  log_stats ("exit");
+  engine_free (engine);
+  engine = NULL;
+}
+
+static void *
+deadline_open (nbdkit_next_open *next, nbdkit_context *ctx,
+               int readonly, const char *exportname, int is_tls)
+{
+  struct handle *h;
+
+  if (next (ctx, readonly, exportname) == -1)
+    return NULL;
+  h = malloc (sizeof *h);
+  if (h == NULL) {
+    nbdkit_error ("malloc: %m");
+    return NULL;
+  }
+  /* Connection ids start at 1: 0 means "unknown" to the core. */
+  h->id = ++conn_counter;
+  return h;
+}
+
+static void
+deadline_close (void *handle)
+{
+  free (handle);
+}
+
+static int
+deadline_block_size (nbdkit_next *next, void *handle,
+                     uint32_t *minimum, uint32_t *preferred, uint32_t *maximum)
+{
+  if (mode == ENGINE_NEXT)
+    return next->block_size (next, minimum, preferred, maximum);
+  /* Unaligned requests work (read-modify-write), just slower. */
+  *minimum = 1;
+  *preferred = engine_align (engine) > 4096 ? engine_align (engine) : 4096;
+  *maximum = MAX_REQUEST;
+  return 0;
+}
+
+static int
+deadline_can_write (nbdkit_next *next, void *handle)
+{
+  int r = next->can_write (next);
+
+  if (r == 1 && mode == ENGINE_DIRECT && engine_readonly (engine))
+    return 0;
+  return r;
+}
+
+static int
+deadline_can_flush (nbdkit_next *next, void *handle)
+{
+  return mode == ENGINE_DIRECT ? 1 : next->can_flush (next);
+}
+
+static int
+deadline_can_fua (nbdkit_next *next, void *handle)
+{
+  return mode == ENGINE_DIRECT ? NBDKIT_FUA_NATIVE : next->can_fua (next);
+}
+
+static int
+deadline_can_trim (nbdkit_next *next, void *handle)
+{
+  return mode == ENGINE_DIRECT ? 1 : next->can_trim (next);
+}
+
+static int
+deadline_can_zero (nbdkit_next *next, void *handle)
+{
+  return mode == ENGINE_DIRECT ? NBDKIT_ZERO_NATIVE : next->can_zero (next);
+}
+
+static int
+deadline_can_fast_zero (nbdkit_next *next, void *handle)
+{
+  /* Direct: ZERO_RANGE may fall back to writing, which is not fast. */
+  return mode == ENGINE_DIRECT ? 0 : next->can_fast_zero (next);
+}
+
+static int
+deadline_can_multi_conn (nbdkit_next *next, void *handle)
+{
+  /* Direct: one descriptor for every connection, so a flush on any
+   * covers writes completed on all.
+   */
+  return mode == ENGINE_DIRECT ? 1 : next->can_multi_conn (next);
+}
+
+/* Through the layer below, on an engine worker thread. */
+static int
+perform_next (void *opaque, struct engine_req *r)
+{
+  nbdkit_next *next = r->ctx;
+  uint32_t f = 0;
+  int err = 0, rc = -1;
+
+  if (r->flags & ENGINE_F_FUA) f |= NBDKIT_FLAG_FUA;
+  if (r->flags & ENGINE_F_MAY_TRIM) f |= NBDKIT_FLAG_MAY_TRIM;
+  if (r->flags & ENGINE_F_FAST_ZERO) f |= NBDKIT_FLAG_FAST_ZERO;
+  switch (r->op) {
+  case DL_OP_READ:
+    rc = next->pread (next, r->buf, r->length, r->offset, 0, &err);
+    break;
+  case DL_OP_WRITE:
+    rc = next->pwrite (next, r->buf, r->length, r->offset, f, &err);
+    break;
+  case DL_OP_TRIM:
+    rc = next->trim (next, r->length, r->offset, f, &err);
+    break;
+  case DL_OP_ZERO:
+    rc = next->zero (next, r->length, r->offset, f, &err);
+    break;
+  case DL_OP_FLUSH:
+    rc = next->flush (next, 0, &err);
+    break;
+  }
+  if (rc == -1)
+    return -(err ? err : EIO);
+  return 0;
+}
+
+static int
+submit (void *handle, nbdkit_next *next, enum dl_op op, void *buf,
+        uint32_t count, uint64_t offset, uint32_t flags, int *err)
+{
+  static const char *const names[] = { "read", "write", "trim", "zero", "flush" };
+  struct handle *h = handle;
+  struct engine_req r = {
+    .op = op, .offset = offset, .length = count, .buf = buf,
+    .stream = h->id, .ctx = next,
+  };
+  int rc;
+
+  if (flags & NBDKIT_FLAG_FUA) r.flags |= ENGINE_F_FUA;
+  if (flags & NBDKIT_FLAG_MAY_TRIM) r.flags |= ENGINE_F_MAY_TRIM;
+  if (flags & NBDKIT_FLAG_FAST_ZERO) r.flags |= ENGINE_F_FAST_ZERO;
+  rc = engine_submit (engine, &r);
+  if (rc < 0) {
+    *err = -rc;
+    if (op == DL_OP_FLUSH)
+      nbdkit_error ("deadline: flush: %s", strerror (-rc));
+    else
+      nbdkit_error ("deadline: %s of %" PRIu32 " bytes at %" PRIu64 ": %s",
+                    names[op], count, offset, strerror (-rc));
+    return -1;
+  }
+  return 0;
+}
+
+static int
+deadline_pread (nbdkit_next *next, void *handle, void *buf, uint32_t count,
+                uint64_t offset, uint32_t flags, int *err)
+{
+  return submit (handle, next, DL_OP_READ, buf, count, offset, flags, err);
+}
+
+static int
+deadline_pwrite (nbdkit_next *next, void *handle, const void *buf,
+                 uint32_t count, uint64_t offset, uint32_t flags, int *err)
+{
+  return submit (handle, next, DL_OP_WRITE, (void *) buf, count, offset, flags, err);
+}
+
+static int
+deadline_trim (nbdkit_next *next, void *handle, uint32_t count,
+               uint64_t offset, uint32_t flags, int *err)
+{
+  return submit (handle, next, DL_OP_TRIM, NULL, count, offset, flags, err);
+}
+
+static int
+deadline_zero (nbdkit_next *next, void *handle, uint32_t count,
+               uint64_t offset, uint32_t flags, int *err)
+{
+  return submit (handle, next, DL_OP_ZERO, NULL, count, offset, flags, err);
+}
+
+static int
+deadline_flush (nbdkit_next *next, void *handle, uint32_t flags, int *err)
+{
+  return submit (handle, next, DL_OP_FLUSH, NULL, 0, 0, flags, err);
+}
+
+static struct nbdkit_filter filter = {
+  .name              = "deadline",
+  .longname          = "nbdkit deadline I/O scheduler filter",
+  .load              = deadline_load,
+  .unload            = deadline_unload,
+  .config            = deadline_config,
+  .config_complete   = deadline_config_complete,
+  .config_help       = deadline_config_help,
+  .thread_model      = deadline_thread_model,
+  .get_ready         = deadline_get_ready,
+  .after_fork        = deadline_after_fork,
+  .cleanup           = deadline_cleanup,
+  .open              = deadline_open,
+  .close             = deadline_close,
+  .block_size        = deadline_block_size,
+  .can_write         = deadline_can_write,
+  .can_flush         = deadline_can_flush,
+  .can_fua           = deadline_can_fua,
+  .can_trim          = deadline_can_trim,
+  .can_zero          = deadline_can_zero,
+  .can_fast_zero     = deadline_can_fast_zero,
+  .can_multi_conn    = deadline_can_multi_conn,
+  .pread             = deadline_pread,
+  .pwrite            = deadline_pwrite,
+  .trim              = deadline_trim,
+  .zero              = deadline_zero,
+  .flush             = deadline_flush,
+};
+
+NBDKIT_REGISTER_FILTER (filter)

@@ -1,0 +1,114 @@
+/* nbd-deadline: the filter's deadline-* parameters.
+ *
+ * Scheduler tunables are handed to the core's own parser (one source of
+ * truth for names, units and ranges); the filter adds only what belongs
+ * to the engine: depth, in-flight bytes and the dispatch path.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "params.h"
+
+void
+params_default (struct filter_params *p)
+{
+  memset (p, 0, sizeof *p);
+  dl_tunables_default (&p->tunables);
+  p->depth = DEFAULT_DEPTH;
+  p->max_inflight = 0;
+  p->dispatch = DISPATCH_AUTO;
+}
+
+const char *
+dispatch_name (enum dispatch_mode d)
+{
+  switch (d) {
+  case DISPATCH_AUTO: return "auto";
+  case DISPATCH_DIRECT: return "direct";
+  case DISPATCH_NEXT: return "next";
+  }
+  return "?";
+}
+
+static int
+parse_u32 (const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+  char *end;
+  unsigned long v;
+
+  if (s == NULL || *s < '0' || *s > '9')
+    return -EINVAL;
+  errno = 0;
+  v = strtoul (s, &end, 10);
+  if (errno || *end || v < lo || v > hi)
+    return -EINVAL;
+  *out = v;
+  return 0;
+}
+
+int
+params_set (struct filter_params *p, const char *key, const char *value,
+            char *err, size_t errlen)
+{
+  const char *k;
+
+  if (strncmp (key, PARAMS_PREFIX, strlen (PARAMS_PREFIX)) != 0)
+    return 0;
+  k = key + strlen (PARAMS_PREFIX);
+
+  if (strcmp (k, "depth") == 0) {
+    if (parse_u32 (value, 1, 1024, &p->depth) < 0) {
+      snprintf (err, errlen, "%s: '%s' is not an integer in 1..1024", key, value);
+      return -EINVAL;
+    }
+    return 1;
+  }
+  if (strcmp (k, "max-inflight") == 0) {
+    uint64_t v;
+    if (dl_parse_size (value, &v) < 0 || v < 4096 || v > (1ULL << 32)) {
+      snprintf (err, errlen, "%s: '%s' is not a size in 4k..4G", key, value);
+      return -EINVAL;
+    }
+    p->max_inflight = v;
+    return 1;
+  }
+  if (strcmp (k, "dispatch") == 0) {
+    if (strcmp (value, "auto") == 0) p->dispatch = DISPATCH_AUTO;
+    else if (strcmp (value, "direct") == 0) p->dispatch = DISPATCH_DIRECT;
+    else if (strcmp (value, "next") == 0) p->dispatch = DISPATCH_NEXT;
+    else {
+      snprintf (err, errlen, "%s: '%s' is not auto, direct or next", key, value);
+      return -EINVAL;
+    }
+    return 1;
+  }
+
+  /* Only the names the core knows, spelled with dashes. */
+  {
+    size_t i;
+    char name[64];
+    char msg[200];
+
+    if (strlen (k) >= sizeof name || strchr (k, '_') != NULL)
+      goto unknown;
+    for (i = 0; k[i]; ++i)
+      name[i] = k[i] == '-' ? '_' : k[i];
+    name[i] = '\0';
+    for (i = 0; dl_tunable_names[i]; ++i)
+      if (strcmp (dl_tunable_names[i], name) == 0)
+        break;
+    if (dl_tunable_names[i] == NULL)
+      goto unknown;
+    if (dl_tunable_set (&p->tunables, name, value, msg, sizeof msg) != 0) {
+      snprintf (err, errlen, "%s=%s: %s", key, value, msg);
+      return -EINVAL;
+    }
+    return 1;
+  }
+
+ unknown:
+  snprintf (err, errlen, "unknown parameter %s (see nbdkit --filter=deadline --help)", key);
+  return -EINVAL;
+}

@@ -1,0 +1,31 @@
+/* nbd-deadline: the filter's deadline-* parameters. */
+#ifndef NBD_DEADLINE_PARAMS_H
+#define NBD_DEADLINE_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched.h"
+
+enum dispatch_mode { DISPATCH_AUTO = 0, DISPATCH_DIRECT, DISPATCH_NEXT };
+
+struct filter_params {
+  struct dl_tunables tunables;
+  uint32_t depth;
+  uint64_t max_inflight;        /* bytes; 0 = derived from depth and max_merge */
+  enum dispatch_mode dispatch;
+};
+
+#define PARAMS_PREFIX "deadline-"
+#define DEFAULT_DEPTH 4
+
+void params_default (struct filter_params *p);
+/* key is the whole key ("deadline-read-expire").  Returns 1 if taken,
+ * 0 if not ours, -EINVAL with a one-line reason in err.
+ */
+int params_set (struct filter_params *p, const char *key, const char *value,
+                char *err, size_t errlen);
+const char *dispatch_name (enum dispatch_mode d);
+
+#endif

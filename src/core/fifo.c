@@ -21,50 +21,70 @@ older (const struct dl_req *a, const struct dl_req *b)
   return a->seq < b->seq;
 }
 
-/* New requests arrive in order and go to the tail in O(1).  A unit
- * released by a hazard (hazard.c) or grown by a merge may be older than
- * the tail: it is placed by its arrival, searching from the head, which
- * is where old units are.
+static int
+late_cmp (const struct dl_req *a, const struct dl_req *b)
+{
+  if (a == b)
+    return 0;
+  return older (a, b) ? -1 : 1;
+}
+
+RB_GENERATE_STATIC (dl_late, dl_req, late_node, late_cmp)
+
+/* New requests arrive in order and go to the tail of the list in O(1).
+ * A unit that is older than the tail (released by a hazard, or grown by
+ * a merge with an older one) goes into a small tree by arrival instead,
+ * in O(log n): the FIFO is the list and the tree together, and its head
+ * is the older of their two heads.
  */
 void
 fifo_add (struct dl_sched *s, struct dl_req *u)
 {
   struct dl_list *l = &s->fifo[u->dir];
   struct dl_req *tail = TAILQ_LAST (l, dl_list);
-  struct dl_req *p;
 
   if (tail == NULL || !older (u, tail)) {
+    u->in_late = 0;
     TAILQ_INSERT_TAIL (l, u, fifo_link);
-    return;
   }
-  TAILQ_FOREACH (p, l, fifo_link) {
-    if (older (u, p)) {
-      TAILQ_INSERT_BEFORE (p, u, fifo_link);
-      return;
-    }
+  else {
+    u->in_late = 1;
+    RB_INSERT (dl_late, &s->late[u->dir], u);
   }
-  TAILQ_INSERT_TAIL (l, u, fifo_link); /* not reached */
 }
 
 void
 fifo_remove (struct dl_sched *s, struct dl_req *u)
 {
-  TAILQ_REMOVE (&s->fifo[u->dir], u, fifo_link);
+  if (u->in_late)
+    RB_REMOVE (dl_late, &s->late[u->dir], u);
+  else
+    TAILQ_REMOVE (&s->fifo[u->dir], u, fifo_link);
 }
 
 struct dl_req *
 fifo_oldest (struct dl_sched *s, enum dl_dir d)
 {
-  return TAILQ_FIRST (&s->fifo[d]);
+  struct dl_req *a = TAILQ_FIRST (&s->fifo[d]);
+  struct dl_req *b = RB_MIN (dl_late, &s->late[d]);
+
+  if (a == NULL)
+    return b;
+  if (b == NULL)
+    return a;
+  return older (b, a) ? b : a;
 }
 
 bool
 fifo_expired (struct dl_sched *s, enum dl_dir d, uint64_t now)
 {
   uint64_t expire = d == DL_READ ? s->t.read_expire_ns : s->t.write_expire_ns;
-  struct dl_req *u = fifo_oldest (s, d);
+  struct dl_req *u;
 
-  if (u == NULL || expire == 0)
+  if (expire == 0)
+    return false;
+  u = fifo_oldest (s, d);
+  if (u == NULL)
     return false;
   return now >= u->unit_arrival_ns && now - u->unit_arrival_ns >= expire;
 }

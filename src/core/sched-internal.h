@@ -26,6 +26,7 @@ enum dl_state {
 
 RB_HEAD (dl_sortq, dl_req);
 RB_HEAD (dl_live, dl_req);
+RB_HEAD (dl_late, dl_req);
 TAILQ_HEAD (dl_list, dl_req);
 
 struct dl_sched {
@@ -35,6 +36,7 @@ struct dl_sched {
 
   struct dl_sortq sort[2];      /* sortq.c: queued units by offset */
   struct dl_list fifo[2];       /* fifo.c: queued units by arrival */
+  struct dl_late late[2];       /* fifo.c: ... those queued out of order */
   struct dl_live live;          /* hazard.c: every unit not yet completed */
   struct dl_list held;          /* hazard.c: units waiting for an overlap */
   struct dl_req *pending_flush; /* select.c: flushes not yet dispatched */

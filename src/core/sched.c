@@ -31,6 +31,8 @@ dl_sched_new (const struct dl_tunables *t, uint32_t align)
   RB_INIT (&s->sort[DL_WRITE]);
   TAILQ_INIT (&s->fifo[DL_READ]);
   TAILQ_INIT (&s->fifo[DL_WRITE]);
+  RB_INIT (&s->late[DL_READ]);
+  RB_INIT (&s->late[DL_WRITE]);
   RB_INIT (&s->live);
   TAILQ_INIT (&s->held);
   return s;

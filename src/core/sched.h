@@ -124,9 +124,13 @@ struct dl_req {
   uint64_t live_max_hi;         /* interval tree augmentation */
   uint8_t dir;
   uint8_t state;
+  uint8_t in_late;              /* fifo.c: in late_node's tree, not the list */
   RB_ENTRY(dl_req) sort_node;   /* sortq.c */
   RB_ENTRY(dl_req) live_node;   /* hazard.c */
-  TAILQ_ENTRY(dl_req) fifo_link; /* fifo.c, or the held/flush lists */
+  union {
+    TAILQ_ENTRY(dl_req) fifo_link; /* fifo.c, or hazard.c's held list */
+    RB_ENTRY(dl_req) late_node;    /* fifo.c: queued out of arrival order */
+  };
 };
 
 /* Iterate over the members of a unit; safe against the caller

@@ -1,0 +1,10 @@
+#!/bin/sh
+# A short libFuzzer run of fuzz-core in make check; skipped (77) when
+# clang's libFuzzer was not found by configure.  FUZZ_RUNS overrides
+# the number of runs (make fuzz uses 10^7).
+fuzzer=./fuzz-core
+test -x "$fuzzer" || { echo "fuzz-core not built (no libFuzzer): skip"; exit 77; }
+corpus=fuzz-corpus
+mkdir -p "$corpus"
+exec "$fuzzer" -runs="${FUZZ_RUNS:-200000}" -max_len=512 -seed=1 \
+  -print_final_stats=1 "$corpus"

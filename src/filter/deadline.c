@@ -78,6 +78,25 @@ deadline_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
   return next (nxdata, key, value);
 }
 
+/* One debug line with every effective setting (tests read it). */
+static void
+log_tunables (void)
+{
+  char line[512], val[64];
+  size_t i, n = 0;
+
+  line[0] = '\0';
+  for (i = 0; dl_tunable_names[i]; ++i) {
+    if (dl_tunable_get (&params.tunables, dl_tunable_names[i], val, sizeof val) != 0)
+      continue;
+    n += snprintf (line + n, n < sizeof line ? sizeof line - n : 0, " %s=%s",
+                   dl_tunable_names[i], val);
+  }
+  nbdkit_debug ("deadline: settings%s depth=%u max_inflight=%" PRIu64 " dispatch=%s",
+                line, params.depth, params.max_inflight,
+                dispatch_name (params.dispatch));
+}
+
 static int
 deadline_config_complete (nbdkit_next_config_complete *next,
                           nbdkit_backend *nxdata)
@@ -104,6 +123,7 @@ deadline_config_complete (nbdkit_next_config_complete *next,
                   below.filter[0] ? ": " : "", below.filter);
     return -1;
   }
+  log_tunables ();
   mode = (params.dispatch == DISPATCH_NEXT || not_direct)
     ? ENGINE_NEXT : ENGINE_DIRECT;
   nbdkit_debug ("deadline: dispatch=%s -> %s%s%s", dispatch_name (params.dispatch),

@@ -1,0 +1,125 @@
+# nbd-deadline: helpers for the integration tests (sourced).
+#
+#   requires CMD...          skip (exit 77) unless CMD runs
+#   requires_root            skip unless root
+#   cleanup_fn CMD...        run CMD at exit, last registered first,
+#                            whether the test passed, failed or was killed
+#   start_nbdkit SOCK ARGS.. start nbdkit on a UNIX socket with a pidfile,
+#                            wait until it serves, stop it at exit
+#   stop_nbdkit SOCK         stop it now and wait for it to exit
+#   nbdkit_log SOCK          the file holding its stderr (-v)
+#
+# Tests run from the build tree's tests/ directory; FILTER is the
+# filter's .so (make check sets it), NBDKIT the nbdkit binary.
+
+set -u
+: "${NBDKIT:=nbdkit}"
+: "${abs_top_builddir:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${FILTER:=$abs_top_builddir/src/filter/.libs/nbdkit-deadline-filter.so}"
+export NBDKIT FILTER
+
+# Every test gets a scratch directory removed at exit.
+tmpdir=$(mktemp -d "/tmp/nbd-deadline-test.XXXXXX")
+
+_cleanup_cmds=()
+cleanup_fn ()
+{
+    _cleanup_cmds+=("$*")
+}
+
+_run_cleanup ()
+{
+    local status=$? i
+    trap '' INT TERM
+    for (( i=${#_cleanup_cmds[@]}-1; i>=0; i-- )); do
+        eval "${_cleanup_cmds[$i]}" || :
+    done
+    rm -rf "$tmpdir"
+    exit $status
+}
+trap _run_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+requires ()
+{
+    if ! "$@" >/dev/null 2>&1; then
+        echo "$0: SKIP: requires: $*"
+        exit 77
+    fi
+}
+
+requires_root ()
+{
+    if [ "$(id -u)" != 0 ]; then
+        echo "$0: SKIP: requires root"
+        exit 77
+    fi
+}
+
+requires_filter ()
+{
+    if [ ! -f "$FILTER" ]; then
+        echo "$0: SKIP: filter not built: $FILTER"
+        exit 77
+    fi
+}
+
+# Kill the nbdkit we started (by its own pid) and wait for it to go.
+_stop_pidfile ()
+{
+    local pidfile=$1 pid i
+    [ -s "$pidfile" ] || return 0
+    pid=$(cat "$pidfile")
+    rm -f "$pidfile"
+    kill "$pid" 2>/dev/null || return 0
+    for (( i=0; i<100; i++ )); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    echo "$0: nbdkit $pid did not exit on SIGTERM; killing it" >&2
+    kill -9 "$pid" 2>/dev/null || :
+}
+
+nbdkit_log ()
+{
+    echo "$1.log"
+}
+
+start_nbdkit ()
+{
+    local sock=$1 i
+    shift
+    rm -f "$sock" "$sock.pid"
+    # -v: the filter's debug lines (dispatch path, counters) go to the log.
+    $NBDKIT -v -U "$sock" -P "$sock.pid" "$@" 2>"$sock.log" || {
+        echo "$0: nbdkit failed to start:" >&2
+        tail -5 "$sock.log" >&2
+        return 1
+    }
+    cleanup_fn _stop_pidfile "$sock.pid"
+    for (( i=0; i<100; i++ )); do
+        if [ -s "$sock.pid" ] && [ -S "$sock" ]; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "$0: nbdkit did not start serving $sock" >&2
+    return 1
+}
+
+stop_nbdkit ()
+{
+    _stop_pidfile "$1.pid"
+}
+
+# Make a loop device over FILE (with any extra losetup options) into
+# $loopdev; it is detached at exit.  (Not in $(...): the cleanup must be
+# registered in this shell.)
+make_loop ()
+{
+    local file=$1
+    shift
+    loopdev=$(losetup --show -f "$@" "$file") || return 1
+    cleanup_fn losetup -d "$loopdev"
+}

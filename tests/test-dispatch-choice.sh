@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Which path the filter takes, and that "direct" is refused wherever the
+# filter cannot show that it sits directly above the file plugin.
+source "$(dirname "$0")/functions.sh"
+requires_filter
+
+disk=$tmpdir/disk.img
+truncate -s 1M "$disk"
+fails=0
+
+# expect WANT ARGS...: WANT is direct, next or refused.
+expect ()
+{
+    local want=$1 out rc got
+    shift
+    out=$($NBDKIT -v -U - "$@" --run true 2>&1)
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        got=refused
+    else
+        got=$(printf '%s\n' "$out" | sed -n 's/.*deadline: dispatch=[a-z]* -> \([a-z]*\).*/\1/p')
+    fi
+    if [ "$got" = "$want" ]; then
+        echo "ok: $want: $*"
+    else
+        echo "FAIL: wanted $want, got '$got': $*"
+        printf '%s\n' "$out" | grep -E 'error|deadline: dispatch' | head -3
+        fails=$((fails+1))
+    fi
+}
+
+expect direct  --filter="$FILTER" file "$disk"
+expect direct  --filter="$FILTER" file file="$disk"
+expect direct  --filter="$FILTER" file "$disk" deadline-dispatch=direct
+expect next    --filter="$FILTER" file "$disk" deadline-dispatch=next
+# A filter above us does not matter; one below does.
+expect direct  --filter=nofilter --filter="$FILTER" file "$disk"
+expect next    --filter="$FILTER" --filter=nofilter file "$disk"
+expect refused --filter="$FILTER" --filter=nofilter file "$disk" deadline-dispatch=direct
+expect next    --filter="$FILTER" --filter=delay file "$disk" delay-read=0
+# Other plugins.
+expect next    --filter="$FILTER" memory 1M
+expect refused --filter="$FILTER" memory 1M deadline-dispatch=direct
+# The file plugin in directory mode.
+expect refused --filter="$FILTER" file dir="$tmpdir" deadline-dispatch=direct
+
+[ $fails -eq 0 ] || exit 1
+echo "$0: PASS"

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Integrity on a block device (a loop device with direct I/O and 4 KiB
+# sectors, so that unaligned requests need read-modify-write and
+# unaligned zero/trim cannot use fallocate) through the direct path.
+source "$(dirname "$0")/functions.sh"
+set -e
+requires_filter
+requires_root
+requires test -x ./integrity
+requires losetup --version
+
+disk=$tmpdir/backing.img
+sock=$tmpdir/sock
+truncate -s 64M "$disk"
+make_loop "$disk" --direct-io=on --sector-size 4096 || {
+    echo "$0: SKIP: cannot create a loop device"; exit 77; }
+echo "$0: loop device $loopdev"
+
+start_nbdkit "$sock" --filter="$FILTER" file "$loopdev"
+grep -q 'dispatch=auto -> direct' "$sock.log"
+grep -q 'align 4096 (block device)' "$sock.log" || {
+    echo "$0: FAIL: alignment not taken from the device"; grep deadline "$sock.log"; exit 1; }
+
+./integrity -c 4 -d 16 -n 20000 -s 2 -m "$tmpdir/model" "$sock"
+stop_nbdkit "$sock"
+grep 'deadline stats' "$sock.log" || :
+grep -q 'rmw=[1-9]' "$sock.log" || { echo "$0: FAIL: no read-modify-write was exercised"; exit 1; }
+./integrity --compare "$loopdev" "$tmpdir/model"
+echo "$0: PASS"

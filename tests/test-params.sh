@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Every deadline-* parameter: its default, a valid value (seen in the
+# filter's "settings" debug line), and invalid values (nbdkit refuses to
+# start, exit status non-zero, one line of error naming the parameter).
+source "$(dirname "$0")/functions.sh"
+requires_filter
+requires $NBDKIT --version
+
+fails=0
+settings ()
+{
+    $NBDKIT -v -U - --filter="$FILTER" memory 1M "$@" --run true 2>&1 |
+        grep 'deadline: settings' | sed 's/.*deadline: settings//'
+}
+
+# Defaults.
+line=$(settings)
+for kv in scheduler=deadline read_expire=500ms write_expire=5s fifo_batch=64 \
+          seek_cost=16 writes_starved=2 front_merges=on max_merge=1M depth=4 \
+          max_inflight=0 dispatch=auto; do
+    case " $line " in
+        *" $kv "*) ;;
+        *) echo "FAIL: default $kv not in:$line"; fails=$((fails+1)) ;;
+    esac
+done
+
+# Valid values: parameter, value, how the settings line shows it.
+valid=(
+  "scheduler noop scheduler=noop"
+  "scheduler elevator scheduler=elevator"
+  "read-expire 250ms read_expire=250ms"
+  "read-expire 2s read_expire=2s"
+  "write-expire 10s write_expire=10s"
+  "fifo-batch 16 fifo_batch=16"
+  "seek-cost 4 seek_cost=4"
+  "writes-starved 4 writes_starved=4"
+  "front-merges off front_merges=off"
+  "max-merge 256k max_merge=256k"
+  "depth 32 depth=32"
+  "max-inflight 16M max_inflight=16777216"
+  "dispatch next dispatch=next"
+)
+for v in "${valid[@]}"; do
+    set -- $v
+    line=$(settings "deadline-$1=$2")
+    case " $line " in
+        *" $3 "*) echo "ok: deadline-$1=$2" ;;
+        *) echo "FAIL: deadline-$1=$2: expected $3 in:$line"; fails=$((fails+1)) ;;
+    esac
+done
+
+# Invalid values.
+invalid=(
+  scheduler=cfq scheduler=
+  read-expire=1x read-expire=-5ms
+  write-expire=abc
+  fifo-batch=0 fifo-batch=x
+  seek-cost=x
+  writes-starved=many
+  front-merges=maybe
+  max-merge=1Q
+  depth=0 depth=5000 depth=two
+  max-inflight=1 max-inflight=lots
+  dispatch=sideways
+  bogus=1
+)
+for kv in "${invalid[@]}"; do
+    err=$($NBDKIT -U - --filter="$FILTER" memory 1M "deadline-$kv" --run true 2>&1)
+    rc=$?
+    key=${kv%%=*}
+    nlines=$(printf '%s\n' "$err" | grep -c .)
+    if [ $rc -ne 0 ] && [ "$nlines" = 1 ] && [[ "$err" == *"deadline-$key"* ]]; then
+        echo "ok: deadline-$kv refused: $err"
+    else
+        echo "FAIL: deadline-$kv: rc=$rc, $nlines lines: $err"
+        fails=$((fails+1))
+    fi
+done
+
+# direct where it cannot be proven.
+err=$($NBDKIT -U - --filter="$FILTER" memory 1M deadline-dispatch=direct --run true 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && [ "$(printf '%s\n' "$err" | grep -c .)" = 1 ]; then
+    echo "ok: deadline-dispatch=direct over memory refused: $err"
+else
+    echo "FAIL: deadline-dispatch=direct over memory: rc=$rc: $err"; fails=$((fails+1))
+fi
+
+# --help documents every parameter.
+help=$($NBDKIT --filter="$FILTER" memory --help 2>&1)
+for p in scheduler read-expire write-expire fifo-batch seek-cost writes-starved \
+         front-merges max-merge depth max-inflight dispatch; do
+    [[ "$help" == *"deadline-$p="* ]] || { echo "FAIL: --help lacks deadline-$p"; fails=$((fails+1)); }
+done
+
+[ $fails -eq 0 ] || { echo "$0: $fails failures"; exit 1; }
+echo "$0: PASS"

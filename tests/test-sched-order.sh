@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Scheduling observed end to end.  Below the filter, nbdkit's delay
+# filter makes every write take 20 ms (so dispatch goes through "next"
+# and requests queue in the scheduler).  64 writes are queued, then a
+# read above all of them: the deadline policy serves it after a few
+# writes; noop (FIFO) and elevator (one ascending sweep) serve it last.
+source "$(dirname "$0")/functions.sh"
+requires_filter
+requires test -x ./order-probe
+requires test -f "$($NBDKIT --dump-config | sed -n 's/^filterdir=//p')/nbdkit-delay-filter.so"
+
+fails=0
+probe ()
+{
+    local sched=$1 sock=$tmpdir/$1 out
+    n=-1
+    # -t: enough worker threads per connection to hold all 64 writes.
+    start_nbdkit "$sock" -t 128 --filter="$FILTER" --filter=delay \
+        memory 1G delay-write=20ms deadline-scheduler="$sched" || return 1
+    out=$(./order-probe -w 64 -t 30 "$sock")
+    stop_nbdkit "$sock"
+    n=$(printf '%s\n' "$out" | sed -n 's/.*writes_before_read=\([0-9]*\).*/\1/p')
+    n=${n:--1}
+    echo "$sched: $out"
+}
+
+probe deadline
+if [ "$n" -lt 0 ] || [ "$n" -gt 16 ]; then
+    echo "FAIL: deadline: the read waited for $n of 64 writes"; fails=$((fails+1))
+fi
+for s in noop elevator; do
+    probe $s
+    if [ "$n" -lt 48 ]; then
+        echo "FAIL: $s: the read overtook writes ($n of 64 before it)"; fails=$((fails+1))
+    fi
+done
+[ $fails -eq 0 ] || exit 1
+echo "$0: PASS"

@@ -6,5 +6,5 @@ fuzzer=./fuzz-core
 test -x "$fuzzer" || { echo "fuzz-core not built (no libFuzzer): skip"; exit 77; }
 corpus=fuzz-corpus
 mkdir -p "$corpus"
-exec "$fuzzer" -runs="${FUZZ_RUNS:-200000}" -max_len=512 -seed=1 \
+exec "$fuzzer" -runs="${FUZZ_RUNS:-200000}" -max_total_time="${FUZZ_TIME:-20}" -max_len=512 -seed=1 \
   -print_final_stats=1 "$corpus"

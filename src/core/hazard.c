@@ -13,9 +13,9 @@
  * the same block are ordered too: the engine serves an unaligned write
  * by read-modify-write of whole blocks, which must not race.
  *
- * Every unit not yet completed (queued, held or at the device) is in an
- * interval tree: a red-black tree by start, each node also keeping the
- * highest end in its subtree, so the overlaps of a range are found in
+ * Every unit not yet completed is in an interval tree: queued units in
+ * the sorted queues (sortq.c), held and dispatched ones in the small
+ * "busy" tree here, so that the overlaps of a range are found in
  * O(log n + k).  "Earlier" is the arrival sequence: a merged unit carries
  * the lowest of its members', which keeps every hold it caused.
  */
@@ -24,13 +24,15 @@
 #include <stdlib.h>
 
 struct dl_req;
-static void live_augment (struct dl_req *n);
-#define RB_AUGMENT(x) live_augment (x)
+static void busy_augment (struct dl_req *n);
+#define RB_AUGMENT(x) busy_augment (x)
 
 #include "sched-internal.h"
 
+DL_INTERVAL_TREE (busy, live_node)
+
 static int
-live_cmp (const struct dl_req *a, const struct dl_req *b)
+busy_cmp (const struct dl_req *a, const struct dl_req *b)
 {
   if (a->live_lo != b->live_lo)
     return a->live_lo < b->live_lo ? -1 : 1;
@@ -39,60 +41,12 @@ live_cmp (const struct dl_req *a, const struct dl_req *b)
   return 0;
 }
 
-static uint64_t
-subtree_max (const struct dl_req *n)
-{
-  return n ? n->live_max_hi : 0;
-}
-
-/* Recompute a node's subtree maximum from its children and walk up while
- * it changes.  tree.h calls this after every structural change, bottom
- * up, so stopping at the first unchanged node is safe.
- */
-static void
-live_augment (struct dl_req *n)
-{
-  while (n) {
-    uint64_t m = n->live_hi;
-    uint64_t l = subtree_max (RB_LEFT (n, live_node));
-    uint64_t r = subtree_max (RB_RIGHT (n, live_node));
-
-    if (l > m)
-      m = l;
-    if (r > m)
-      m = r;
-    if (m == n->live_max_hi)
-      return;
-    n->live_max_hi = m;
-    n = RB_PARENT (n, live_node);
-  }
-}
-
-RB_GENERATE_STATIC (dl_live, dl_req, live_node, live_cmp)
+RB_GENERATE_STATIC (dl_busy, dl_req, live_node, busy_cmp)
 
 static bool
 conflict (const struct dl_req *a, const struct dl_req *b)
 {
   return a->dir == DL_WRITE || b->dir == DL_WRITE;
-}
-
-/* Calls fn on each unit in the subtree at n whose extent overlaps
- * [lo, hi), in order of start; stops and returns true when fn does.
- */
-static bool
-overlaps (struct dl_req *n, uint64_t lo, uint64_t hi,
-          bool (*fn) (struct dl_req *v, void *arg), void *arg)
-{
-  while (n && n->live_max_hi > lo) {
-    if (overlaps (RB_LEFT (n, live_node), lo, hi, fn, arg))
-      return true;
-    if (n->live_lo >= hi)
-      return false;             /* n and everything right of it start later */
-    if (n->live_hi > lo && n->live_lo < n->live_hi && fn (n, arg))
-      return true;
-    n = RB_RIGHT (n, live_node);
-  }
-  return false;
 }
 
 void
@@ -108,17 +62,17 @@ hazard_set_extent (struct dl_sched *s, struct dl_req *u)
 }
 
 void
-hazard_add (struct dl_sched *s, struct dl_req *u)
+hazard_busy_add (struct dl_sched *s, struct dl_req *u)
 {
   hazard_set_extent (s, u);
   u->live_max_hi = u->live_hi;
-  RB_INSERT (dl_live, &s->live, u);
+  RB_INSERT (dl_busy, &s->busy, u);
 }
 
 void
-hazard_remove (struct dl_sched *s, struct dl_req *u)
+hazard_busy_remove (struct dl_sched *s, struct dl_req *u)
 {
-  RB_REMOVE (dl_live, &s->live, u);
+  RB_REMOVE (dl_busy, &s->busy, u);
 }
 
 static bool
@@ -129,13 +83,20 @@ holds (struct dl_req *v, void *arg)
   return v != u && v->seq < u->seq && conflict (u, v);
 }
 
-/* Is there an earlier, overlapping, conflicting unit not yet completed? */
+/* Is there an earlier, overlapping, conflicting unit not yet completed?
+ * Held and dispatched units are in the busy tree, queued ones in the
+ * sorted queues; a read need not look at queued reads.
+ */
 bool
 hazard_blocked (struct dl_sched *s, struct dl_req *u)
 {
-  if (u->live_lo >= u->live_hi)
+  uint64_t lo = u->live_lo, hi = u->live_hi;
+
+  if (lo >= hi)
     return false;
-  return overlaps (RB_ROOT (&s->live), u->live_lo, u->live_hi, holds, u);
+  return busy_overlaps_at (RB_ROOT (&s->busy), lo, hi, holds, u) ||
+    sortq_overlaps (s, DL_WRITE, lo, hi, holds, u) ||
+    (u->dir == DL_WRITE && sortq_overlaps (s, DL_READ, lo, hi, holds, u));
 }
 
 void
@@ -143,7 +104,7 @@ hazard_hold (struct dl_sched *s, struct dl_req *u)
 {
   u->state = DL_S_HELD;
   TAILQ_INSERT_TAIL (&s->held, u, fifo_link);
-  hazard_add (s, u);
+  hazard_busy_add (s, u);
   s->st.held++;
   s->st.hazard_holds++;
 }
@@ -191,14 +152,15 @@ release (struct dl_sched *s, struct dl_req *v)
 {
   TAILQ_REMOVE (&s->held, v, fifo_link);
   s->st.held--;
-  hazard_remove (s, v);
+  hazard_busy_remove (s, v);
   v->state = DL_S_NEW;
   sched_queue (s, v);
 }
 
-/* A unit has completed (and left the tree): queue the held units it was
- * holding that nothing else holds now.  Candidates are collected first,
- * because queueing one may merge it and so change the tree.
+/* A unit has completed (and left the busy tree): queue the held units it
+ * was holding that nothing else holds now.  Held units are all in the
+ * busy tree.  Candidates are collected first, because queueing one may
+ * merge it and so change the trees.
  */
 void
 hazard_release (struct dl_sched *s, struct dl_req *done)
@@ -210,7 +172,8 @@ hazard_release (struct dl_sched *s, struct dl_req *done)
     return;
 
   s->scratch_len = 0;
-  overlaps (RB_ROOT (&s->live), done->live_lo, done->live_hi, collect, &c);
+  busy_overlaps_at (RB_ROOT (&s->busy), done->live_lo, done->live_hi, collect,
+                    &c);
   if (c.oom) {
     /* No memory for the list: check every held unit instead. */
     struct dl_req *v, *next;

@@ -25,7 +25,7 @@ enum dl_state {
 };
 
 RB_HEAD (dl_sortq, dl_req);
-RB_HEAD (dl_live, dl_req);
+RB_HEAD (dl_busy, dl_req);
 RB_HEAD (dl_late, dl_req);
 TAILQ_HEAD (dl_list, dl_req);
 
@@ -37,7 +37,7 @@ struct dl_sched {
   struct dl_sortq sort[2];      /* sortq.c: queued units by offset */
   struct dl_list fifo[2];       /* fifo.c: queued units by arrival */
   struct dl_late late[2];       /* fifo.c: ... those queued out of order */
-  struct dl_live live;          /* hazard.c: every unit not yet completed */
+  struct dl_busy busy;          /* hazard.c: units held or in flight */
   struct dl_list held;          /* hazard.c: units waiting for an overlap */
   struct dl_req *pending_flush; /* select.c: flushes not yet dispatched */
 
@@ -69,6 +69,61 @@ dl_end (const struct dl_req *u)
   return e < u->unit_offset ? UINT64_MAX : e; /* saturate */
 }
 
+/* Interval trees.  The sorted queues (sortq.c) and the busy tree
+ * (hazard.c) both keep, in each node, the highest rounded-out end in its
+ * subtree (live_max_hi), so that the units overlapping a range are found
+ * in O(log n + k).  Both are ordered by offset, which orders live_lo too.
+ * DL_INTERVAL_TREE(name, field) defines, for the tree whose links are
+ * `field`, name_augment (tree.h's RB_AUGMENT hook) and name_overlaps_at.
+ */
+typedef bool dl_visit_fn (struct dl_req *v, void *arg);
+
+#define DL_INTERVAL_TREE(name, field)                                     \
+  static uint64_t                                                         \
+  name##_max (const struct dl_req *n)                                     \
+  {                                                                       \
+    return n ? n->live_max_hi : 0;                                        \
+  }                                                                       \
+  /* Recompute a node's maximum from its children, and walk up while it  \
+   * changes.  tree.h calls this bottom up after every change, so the    \
+   * first unchanged node ends the walk.                                  \
+   */                                                                     \
+  static void                                                             \
+  name##_augment (struct dl_req *n)                                       \
+  {                                                                       \
+    while (n) {                                                           \
+      uint64_t m = n->live_hi;                                            \
+      uint64_t l = name##_max (RB_LEFT (n, field));                       \
+      uint64_t r = name##_max (RB_RIGHT (n, field));                      \
+      if (l > m)                                                          \
+        m = l;                                                            \
+      if (r > m)                                                          \
+        m = r;                                                            \
+      if (m == n->live_max_hi)                                            \
+        return;                                                           \
+      n->live_max_hi = m;                                                 \
+      n = RB_PARENT (n, field);                                           \
+    }                                                                     \
+  }                                                                       \
+  /* Calls fn on each unit under n overlapping [lo, hi), in order; stops  \
+   * and returns true as soon as fn does.                                 \
+   */                                                                     \
+  static bool                                                             \
+  name##_overlaps_at (struct dl_req *n, uint64_t lo, uint64_t hi,         \
+                   dl_visit_fn *fn, void *arg)                            \
+  {                                                                       \
+    while (n && n->live_max_hi > lo) {                                    \
+      if (name##_overlaps_at (RB_LEFT (n, field), lo, hi, fn, arg))       \
+        return true;                                                      \
+      if (n->live_lo >= hi)                                               \
+        return false;   /* it and all on its right start later */        \
+      if (n->live_hi > lo && n->live_lo < n->live_hi && fn (n, arg))      \
+        return true;                                                      \
+      n = RB_RIGHT (n, field);                                            \
+    }                                                                     \
+    return false;                                                         \
+  }
+
 /* sortq.c */
 void sortq_insert (struct dl_sched *s, struct dl_req *u);
 void sortq_remove (struct dl_sched *s, struct dl_req *u);
@@ -79,6 +134,9 @@ struct dl_req *sortq_last_before (struct dl_sched *s, enum dl_dir d,
                                   uint64_t off);
 struct dl_req *sortq_next (struct dl_req *u);
 struct dl_req *sortq_prev (struct dl_req *u);
+void sortq_grown (struct dl_req *u);
+bool sortq_overlaps (struct dl_sched *s, enum dl_dir d, uint64_t lo,
+                     uint64_t hi, dl_visit_fn *fn, void *arg);
 static inline bool
 sortq_empty (const struct dl_sched *s, enum dl_dir d)
 {
@@ -97,8 +155,8 @@ void merge_flush (struct dl_sched *s, struct dl_req *r);
 
 /* hazard.c */
 void hazard_set_extent (struct dl_sched *s, struct dl_req *u);
-void hazard_add (struct dl_sched *s, struct dl_req *u);
-void hazard_remove (struct dl_sched *s, struct dl_req *u);
+void hazard_busy_add (struct dl_sched *s, struct dl_req *u);
+void hazard_busy_remove (struct dl_sched *s, struct dl_req *u);
 bool hazard_blocked (struct dl_sched *s, struct dl_req *u);
 void hazard_hold (struct dl_sched *s, struct dl_req *u);
 void hazard_release (struct dl_sched *s, struct dl_req *done);

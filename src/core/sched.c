@@ -33,7 +33,7 @@ dl_sched_new (const struct dl_tunables *t, uint32_t align)
   TAILQ_INIT (&s->fifo[DL_WRITE]);
   RB_INIT (&s->late[DL_READ]);
   RB_INIT (&s->late[DL_WRITE]);
-  RB_INIT (&s->live);
+  RB_INIT (&s->busy);
   TAILQ_INIT (&s->held);
   return s;
 }
@@ -76,24 +76,22 @@ dl_sched_stats (const struct dl_sched *s, struct dl_stats *st)
   *st = s->st;
 }
 
-/* Put a unit into the sorted queue, the FIFO and the interval tree. */
+/* Put a unit into the sorted queue and the FIFO. */
 void
 unit_relink (struct dl_sched *s, struct dl_req *u)
 {
   u->state = DL_S_QUEUED;
   sortq_insert (s, u);
   fifo_add (s, u);
-  hazard_add (s, u);
   s->st.queued[u->dir]++;
 }
 
-/* Take a queued unit out of all three. */
+/* Take a queued unit out of both. */
 void
 unit_unlink (struct dl_sched *s, struct dl_req *u)
 {
   sortq_remove (s, u);
   fifo_remove (s, u);
-  hazard_remove (s, u);
   s->st.queued[u->dir]--;
 }
 
@@ -147,9 +145,8 @@ dl_dispatch (struct dl_sched *s, uint64_t now_ns)
     s->st.queued_flushes--;
   }
   else {
-    sortq_remove (s, u);
-    fifo_remove (s, u);
-    s->st.queued[u->dir]--;
+    unit_unlink (s, u);
+    hazard_busy_add (s, u);     /* it still holds overlapping requests */
     select_account (s, u);
     s->st.dispatched[u->dir]++;
     s->st.dispatched_bytes[u->dir] += u->unit_length;
@@ -167,7 +164,7 @@ dl_complete (struct dl_sched *s, struct dl_req *u, uint64_t now_ns)
   u->state = DL_S_DONE;
   if (u->op == DL_OP_FLUSH)
     return;
-  hazard_remove (s, u);
+  hazard_busy_remove (s, u);
   hazard_release (s, u);
 }
 
@@ -195,7 +192,7 @@ dl_drain (struct dl_sched *s)
   }
   else if ((u = TAILQ_FIRST (&s->held)) != NULL) {
     TAILQ_REMOVE (&s->held, u, fifo_link);
-    hazard_remove (s, u);
+    hazard_busy_remove (s, u);
     s->st.held--;
   }
   else if ((u = fifo_oldest (s, DL_READ)) != NULL ||

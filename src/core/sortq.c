@@ -4,10 +4,31 @@
  * offset, so that a batch can walk the disk in one direction and a merge
  * candidate is found in O(log n).  Ties (reads may overlap) are broken
  * by arrival sequence, which keeps the key unique.
+ *
+ * The trees are also interval trees (see DL_INTERVAL_TREE), so that
+ * hazard.c finds the queued units a new request overlaps in the same
+ * structure, without a tree of its own to keep up to date.
  */
 #include <config.h>
 
+struct dl_req;
+static void sortq_augment_reads (struct dl_req *n);
+#define RB_AUGMENT(x) sortq_augment_reads (x)
+
 #include "sched-internal.h"
+
+DL_INTERVAL_TREE (sortq, sort_node)
+
+/* Only the read queue needs the maxima: queued writes never overlap one
+ * another (hazard.c holds the later of two), so a plain search finds the
+ * writes that a range overlaps.
+ */
+static void
+sortq_augment_reads (struct dl_req *n)
+{
+  if (n && n->dir == DL_READ)
+    sortq_augment (n);
+}
 
 static int
 sortq_cmp (const struct dl_req *a, const struct dl_req *b)
@@ -24,7 +45,41 @@ RB_GENERATE_STATIC (dl_sortq, dl_req, sort_node, sortq_cmp)
 void
 sortq_insert (struct dl_sched *s, struct dl_req *u)
 {
+  hazard_set_extent (s, u);
+  u->live_max_hi = u->live_hi;
   RB_INSERT (dl_sortq, &s->sort[u->dir], u);
+}
+
+/* A queued unit's end grew in place (a back merge): its key is the same,
+ * only the maxima on its path to the root may rise.
+ */
+void
+sortq_grown (struct dl_req *u)
+{
+  sortq_augment_reads (u);
+}
+
+/* Calls fn on each queued unit of direction d overlapping [lo, hi);
+ * stops and returns true as soon as fn does.
+ */
+bool
+sortq_overlaps (struct dl_sched *s, enum dl_dir d, uint64_t lo, uint64_t hi,
+                dl_visit_fn *fn, void *arg)
+{
+  struct dl_req *n, *p;
+
+  if (d == DL_READ)
+    return sortq_overlaps_at (RB_ROOT (&s->sort[d]), lo, hi, fn, arg);
+
+  /* Writes are disjoint: at most one starts before lo and reaches it. */
+  n = sortq_at_or_after (s, d, lo);
+  p = n ? sortq_prev (n) : RB_MAX (dl_sortq, &s->sort[d]);
+  if (p && p->live_hi > lo && fn (p, arg))
+    return true;
+  for (; n && n->live_lo < hi; n = sortq_next (n))
+    if (n->live_hi > n->live_lo && fn (n, arg))
+      return true;
+  return false;
 }
 
 void

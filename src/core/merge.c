@@ -55,13 +55,24 @@ join (struct dl_sched *s, struct dl_req *a, struct dl_req *b)
   s->st.merged_units++;
 }
 
+/* After a back merge only the end moved: the unit may now touch the next
+ * one.  After a front merge only the start moved: the previous one may
+ * touch it.  (The kernel's attempt_back_merge and attempt_front_merge.)
+ */
 static void
-join_neighbours (struct dl_sched *s, struct dl_req *u)
+join_next (struct dl_sched *s, struct dl_req *u)
 {
-  struct dl_req *n = sortq_next (u), *p = sortq_prev (u);
+  struct dl_req *n = sortq_next (u);
 
   if (n && n->unit_offset == dl_end (u) && mergeable (s, u, n))
     join (s, u, n);
+}
+
+static void
+join_prev (struct dl_sched *s, struct dl_req *u)
+{
+  struct dl_req *p = sortq_prev (u);
+
   if (p && dl_end (p) == u->unit_offset && mergeable (s, p, u))
     join (s, p, u);
 }
@@ -96,7 +107,7 @@ merge_into_queue (struct dl_sched *s, struct dl_req *r)
       unit_relink (s, u);
     }
     s->st.merged_back++;
-    join_neighbours (s, u);
+    join_next (s, u);
     return true;
   }
 
@@ -111,7 +122,7 @@ merge_into_queue (struct dl_sched *s, struct dl_req *r)
     absorb (r, u);
     unit_relink (s, r);
     s->st.merged_front++;
-    join_neighbours (s, r);
+    join_prev (s, r);
     return true;
   }
   return false;

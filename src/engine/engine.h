@@ -52,6 +52,7 @@ struct engine_params {
   uint32_t depth;               /* units in flight at the device, >= 1 */
   uint64_t max_bytes;           /* bytes in flight (a bigger unit still goes alone) */
   uint32_t align;               /* NEXT: granularity to give the core (1 if none) */
+  uint64_t spin_ns;             /* DIRECT: poll the ring this long at low load (0 = never) */
   engine_perform_fn perform;    /* NEXT */
   void *perform_opaque;
 };

@@ -34,6 +34,7 @@ struct engine {
   bool started, stopping, stopped;
   bool tunables_pending;
   struct dl_tunables new_tunables;
+  uint64_t submitted;           /* atomic: requests submitted */
 
   /* The loop thread's. */
   pthread_t thread;

@@ -177,6 +177,16 @@ deadline_get_ready (int thread_model)
   ep.perform_opaque = NULL;
 
   engine = engine_new (&ep, err, sizeof err);
+  if (engine == NULL && mode == ENGINE_DIRECT && params.dispatch == DISPATCH_AUTO &&
+      errno == EINVAL) {
+    /* auto: a file system without O_DIRECT (or an odd alignment) is no
+     * reason to refuse; the layer below can still serve it.
+     */
+    nbdkit_debug ("deadline: direct unavailable (%s); dispatch=auto -> next", err);
+    mode = ENGINE_NEXT;
+    ep.dispatch = ENGINE_NEXT;
+    engine = engine_new (&ep, err, sizeof err);
+  }
   if (engine == NULL) {
     nbdkit_error ("deadline: %s", err);
     return -1;

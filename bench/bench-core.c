@@ -9,6 +9,7 @@
  * per operation, so deadlines expire as they would under load.
  *
  *   bench-core            the table, median of 5 timed windows per size
+ *   bench-core N...       the same for other queue sizes (e.g. to profile one)
  *   bench-core --smoke    a quick self-check for make check: both
  *                         schedulers return every request exactly once
  */
@@ -339,16 +340,30 @@ main (int argc, char *argv[])
     .min_ops = 20000, .min_ns = 20000000, .warmup_ops = 2000,
     .warmup_ns = 20000000, .runs = 1,
   };
-  bool is_smoke = argc > 1 && strcmp (argv[1], "--smoke") == 0;
+  bool is_smoke = argc == 2 && strcmp (argv[1], "--smoke") == 0;
   const struct params *p = is_smoke ? &smoke : &full;
-  const size_t *sizes = is_smoke ? smoke_sizes : full_sizes;
-  size_t nsizes = is_smoke ? 2 : 3, i;
+  size_t sizes[16], nsizes = 0, i;
   uint64_t v[RUNS];
 
-  if (argc > 1 && !is_smoke) {
-    fprintf (stderr, "usage: bench-core [--smoke]\n");
-    return EXIT_FAILURE;
-  }
+  if (is_smoke)
+    for (i = 0; i < 2; i++)
+      sizes[nsizes++] = smoke_sizes[i];
+  else if (argc == 1)
+    for (i = 0; i < 3; i++)
+      sizes[nsizes++] = full_sizes[i];
+  else
+    for (i = 1; i < (size_t) argc; i++) {
+      char *end;
+      unsigned long long n = strtoull (argv[i], &end, 10);
+      /* The slot bitmap must stay sparse for random picks to be cheap. */
+      if (*argv[i] == '\0' || *end || n == 0 || n > NR_SLOTS / 8
+          || nsizes == sizeof sizes / sizeof sizes[0]) {
+        fprintf (stderr, "usage: bench-core [--smoke | N...] (1 <= N <= %u)\n",
+                 NR_SLOTS / 8);
+        return EXIT_FAILURE;
+      }
+      sizes[nsizes++] = n;
+    }
 
   printf ("# ns per insert+dispatch+complete, N requests kept queued, "
           "median of %d windows\n", p->runs);

@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# nbd-deadline: the AMIW (Andrew Morton Interactive Workload) on a slow disk.
+#
+#   sudo bench/amiw.sh [-r RUNS] [-s "deadline elevator noop plain"]
+#                      [-n FILES] [-f FLOOD_MB] [-d DEPTH] [-T CAT_TIMEOUT]
+#                      [-q] [-k]
+#
+# The stack, rebuilt for every scheduler (the data stays in a tmpfs
+# file, so every scheduler sees the same filesystem layout):
+#
+#   slowdisk (nbdkit plugin, one modelled spindle)      --unix S1
+#     -> nbdfuse M1/disk -> losetup --direct-io=on -> /dev/loopA (scheduler none)
+#     -> nbdkit --filter=deadline file /dev/loopA deadline-scheduler=X  --unix S2
+#        (or plain "nbdkit file /dev/loopA" for "plain")
+#     -> nbdfuse M2/disk -> losetup --direct-io=on -> /dev/loopB (scheduler none)
+#     -> ext4 mounted on M3
+#
+# Once: mkfs.ext4, copy FILES small files (a sorted subset of
+# /usr/include) and write the flood file.  Then for each run and each
+# scheduler (interleaved, so drift hits all alike): drop caches, time
+# `cat` of every file on the idle disk; drop caches, start the write
+# flood (a loop of buffered `dd conv=notrunc,fsync` rewriting FLOOD_MB
+# of one file), wait 2 s, time `cat` of every file again (capped at
+# CAT_TIMEOUT s, then reported as ">T"), stop the flood and sync.
+#
+# Prints the medians side by side and the ratios to deadline; with -v
+# also where requests waited (the filter's stats line and the slow
+# disk's queue statistics, for the last run of each scheduler).
+#
+# Options: -r runs (3), -s schedulers, -n files (2000), -f flood MiB
+# (256), -d deadline-depth (filter default), -T cat timeout (120),
+# -q quick (1 run, 1000 files, timeout 60), -k keep the work directory,
+# -v print the wait statistics, -o FILE also write the table there,
+# -x "KEY=VAL ..." extra filter parameters.
+# Env: FILTER, SLOWDISK (the .so files), SLOWDISK_ARGS (model keys,
+# default "size=4G").  Needs root, /dev/fuse, loop devices.  A run of the
+# defaults takes about 6-10 minutes.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+RUNS=3 SCHEDS="deadline elevator noop plain" NFILES=2000 FLOOD_MB=256
+DEPTH= CAT_TIMEOUT=120 KEEP=0 VERBOSE=0 OUT= EXTRA=
+while getopts "r:s:n:f:d:T:qkvo:x:" o; do
+    case $o in
+        r) RUNS=$OPTARG ;; s) SCHEDS=$OPTARG ;; n) NFILES=$OPTARG ;;
+        f) FLOOD_MB=$OPTARG ;; d) DEPTH=$OPTARG ;; T) CAT_TIMEOUT=$OPTARG ;;
+        q) RUNS=1 NFILES=1000 CAT_TIMEOUT=60 ;; k) KEEP=1 ;; v) VERBOSE=1 ;;
+        o) OUT=$OPTARG ;; x) EXTRA=$OPTARG ;;
+        *) sed -n '2,40p' "$0" >&2; exit 2 ;;
+    esac
+done
+: "${SLOWDISK_ARGS:=size=4G}"
+
+find_so ()
+{
+    local f
+    for f in "$@"; do
+        [ -f "$f" ] && { echo "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"; return 0; }
+    done
+    return 1
+}
+: "${FILTER:=$(find_so "$here/../src/filter/.libs/nbdkit-deadline-filter.so" \
+                      "$here/../build/src/filter/.libs/nbdkit-deadline-filter.so" || true)}"
+: "${SLOWDISK:=$(find_so "$here/slowdisk/.libs/nbdkit-slowdisk-plugin.so" \
+                        "$here/../build/bench/slowdisk/.libs/nbdkit-slowdisk-plugin.so" || true)}"
+
+die () { echo "amiw: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "needs root (loop devices, mount, drop_caches)"
+[ -f "$FILTER" ] || die "filter not built (set FILTER=)"
+[ -f "$SLOWDISK" ] || die "slowdisk plugin not built (set SLOWDISK=)"
+for p in nbdkit nbdfuse fusermount3 losetup mkfs.ext4 timeout; do
+    command -v $p >/dev/null || die "$p not found"
+done
+[ -c /dev/fuse ] || die "/dev/fuse missing"
+
+tmp=$(mktemp -d /tmp/amiw.XXXXXX)
+data=$(mktemp /dev/shm/amiw-disk.XXXXXX)
+log=$tmp/log
+mkdir -p "$tmp/m1" "$tmp/m2" "$tmp/m3"
+
+# ---- resources, released in reverse order by stack_down / the trap ----
+S1_PID= S2_PID= F1_PID= F2_PID= LOOP1= LOOP2= MOUNTED=0 FLOOD_PID=
+
+kill_wait ()    # PID: TERM, then KILL after 10 s; only our own children
+{
+    local pid=$1 i
+    [ -n "$pid" ] || return 0
+    kill "$pid" 2>/dev/null || return 0
+    for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+}
+
+flood_stop ()
+{
+    local kids
+    [ -n "$FLOOD_PID" ] || return 0
+    kids=$(pgrep -P "$FLOOD_PID" || true)          # its dd
+    kill "$FLOOD_PID" 2>/dev/null || true
+    # shellcheck disable=SC2086
+    [ -n "$kids" ] && kill $kids 2>/dev/null || true
+    wait "$FLOOD_PID" 2>/dev/null || true
+    FLOOD_PID=
+}
+
+fuse_down ()    # MOUNTPOINT PID
+{
+    [ -n "$2" ] || return 0
+    fusermount3 -u "$1" 2>/dev/null || umount -l "$1" 2>/dev/null || true
+    kill_wait "$2"
+}
+
+stack_down ()
+{
+    flood_stop
+    if [ "$MOUNTED" = 1 ]; then
+        umount "$tmp/m3" 2>/dev/null || umount -l "$tmp/m3" 2>/dev/null || true
+        MOUNTED=0
+    fi
+    [ -n "$LOOP2" ] && { losetup -d "$LOOP2" 2>/dev/null || true; LOOP2=; }
+    fuse_down "$tmp/m2" "$F2_PID"; F2_PID=
+    kill_wait "$S2_PID"; wait "$S2_PID" 2>/dev/null || true; S2_PID=
+    [ -n "$LOOP1" ] && { losetup -d "$LOOP1" 2>/dev/null || true; LOOP1=; }
+    fuse_down "$tmp/m1" "$F1_PID"; F1_PID=
+    kill_wait "$S1_PID"; wait "$S1_PID" 2>/dev/null || true; S1_PID=
+}
+
+cleanup ()
+{
+    local rc=$?
+    trap - EXIT INT TERM
+    stack_down
+    rm -f "$data"
+    if [ "$KEEP" = 1 ] || [ $rc -ne 0 ]; then
+        echo "amiw: logs kept in $tmp" >&2
+    else
+        rm -rf "$tmp"
+    fi
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+wait_for ()     # FILE SECONDS
+{
+    local i
+    for i in $(seq $(( $2 * 10 ))); do [ -e "$1" ] && return 0; sleep 0.1; done
+    die "timed out waiting for $1"
+}
+
+# stack_up TAG SCHED: everything from the slow disk to the ext4 mount point
+# (ext4 not mounted when SCHED is "mkfs": the caller makes it).
+stack_up ()
+{
+    local tag=$1 sched=$2 args=()
+    rm -f "$tmp/s1.sock" "$tmp/s2.sock" "$tmp/f1.pid" "$tmp/f2.pid"
+    # shellcheck disable=SC2086
+    nbdkit -f -v --unix "$tmp/s1.sock" "$SLOWDISK" file="$data" $SLOWDISK_ARGS \
+        stats="$tmp/$tag.slowdisk" 2>"$tmp/$tag.s1.log" &
+    S1_PID=$!
+    wait_for "$tmp/s1.sock" 10
+    nbdfuse -P "$tmp/f1.pid" "$tmp/m1/disk" --unix "$tmp/s1.sock" 2>>"$log" &
+    F1_PID=$!
+    wait_for "$tmp/f1.pid" 10
+    LOOP1=$(losetup --direct-io=on -f --show "$tmp/m1/disk")
+    [ "$(cat /sys/block/"${LOOP1#/dev/}"/loop/dio)" = 1 ] || die "$LOOP1: direct I/O not enabled"
+    echo none > /sys/block/"${LOOP1#/dev/}"/queue/scheduler
+
+    if [ "$sched" = plain ]; then
+        args=(file "$LOOP1")
+    else
+        args=(--filter="$FILTER" file "$LOOP1" deadline-scheduler="$sched")
+        [ -n "$DEPTH" ] && args+=(deadline-depth="$DEPTH")
+        # shellcheck disable=SC2206
+        [ -n "$EXTRA" ] && args+=($EXTRA)
+    fi
+    nbdkit -f -v --unix "$tmp/s2.sock" "${args[@]}" 2>"$tmp/$tag.s2.log" &
+    S2_PID=$!
+    wait_for "$tmp/s2.sock" 20
+    nbdfuse -P "$tmp/f2.pid" "$tmp/m2/disk" --unix "$tmp/s2.sock" 2>>"$log" &
+    F2_PID=$!
+    wait_for "$tmp/f2.pid" 10
+    LOOP2=$(losetup --direct-io=on -f --show "$tmp/m2/disk")
+    echo none > /sys/block/"${LOOP2#/dev/}"/queue/scheduler
+}
+
+mount_fs ()
+{
+    mount -t ext4 "$LOOP2" "$tmp/m3"
+    MOUNTED=1
+}
+
+drop_caches () { sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+now () { date +%s.%N; }
+
+# time_cat: seconds to cat every file of the tree, or ">T" on timeout.
+time_cat ()
+{
+    local t0 t1 rc=0
+    t0=$(now)
+    timeout "$CAT_TIMEOUT" sh -c 'find "$1" -type f -print0 | xargs -0 cat > /dev/null' \
+        sh "$tmp/m3/tree" || rc=$?
+    t1=$(now)
+    if [ $rc = 124 ]; then echo ">$CAT_TIMEOUT"; else
+        [ $rc = 0 ] || die "cat failed ($rc)"
+        awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'
+    fi
+}
+
+flood_start ()
+{
+    ( while :; do
+          dd if=/dev/zero of="$tmp/m3/flood" bs=1M count="$FLOOD_MB" \
+             conv=notrunc,fsync status=none || exit 0
+      done ) &
+    FLOOD_PID=$!
+}
+
+# ---- the fixture: filesystem, tree, flood file -----------------------
+echo "amiw: slowdisk $SLOWDISK_ARGS; $NFILES files; flood ${FLOOD_MB} MiB; runs $RUNS; schedulers: $SCHEDS" >&2
+t0=$(now)
+stack_up setup plain
+mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0,nodiscard "$LOOP2"
+mount_fs
+mkdir "$tmp/m3/tree"
+(cd /usr/include && find . -type f | LC_ALL=C sort | awk -v n="$NFILES" 'NR <= n' > "$tmp/files")
+tar -C /usr/include -cf - -T "$tmp/files" | tar -C "$tmp/m3/tree" -xf -
+dd if=/dev/zero of="$tmp/m3/flood" bs=1M count="$FLOOD_MB" conv=fsync status=none
+sync
+nfiles=$(find "$tmp/m3/tree" -type f | wc -l)
+kib=$(du -sk "$tmp/m3/tree" | cut -f1)
+stack_down
+echo "amiw: fixture ready ($nfiles files, $kib KiB) in $(awk -v a="$t0" -v b="$(now)" 'BEGIN{printf "%.0f", b-a}') s" >&2
+
+declare -A idle flood
+for run in $(seq "$RUNS"); do
+    for s in $SCHEDS; do
+        stack_up "$s.$run" "$s"
+        mount_fs
+        drop_caches
+        i=$(time_cat)
+        drop_caches
+        flood_start
+        sleep 2
+        f=$(time_cat)
+        flood_stop
+        sync
+        stack_down
+        idle[$s]+="$i "
+        flood[$s]+="$f "
+        echo "amiw: run $run $s: idle $i s, under flood $f s" >&2
+    done
+done
+
+# median of a list; a ">T" entry counts as T and marks the result ">"
+median ()
+{
+    local gt=
+    case " $* " in *" >"*) gt=">" ;; esac
+    echo "$@" | tr ' ' '\n' | grep . | tr -d '>' | sort -g | awk -v gt="$gt" '
+        { v[NR] = $1 + 0 }
+        END { n = NR; m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2;
+              printf "%s%.2f", gt, m }'
+}
+
+table ()
+{
+    local s mi mf ref
+    ref=
+    for s in $SCHEDS; do [ "$s" = deadline ] && ref=$(median ${flood[deadline]}); done
+    printf "%-10s %10s %12s %10s %12s\n" scheduler "idle_cat_s" "flood_cat_s" "flood/idle" "vs_deadline"
+    for s in $SCHEDS; do
+        mi=$(median ${idle[$s]})
+        mf=$(median ${flood[$s]})
+        printf "%-10s %10s %12s %10s %12s\n" "$s" "$mi" "$mf" \
+            "$(awk -v a="${mf#>}" -v b="${mi#>}" 'BEGIN{printf "%.1fx", a/b}')" \
+            "$( [ -n "$ref" ] && awk -v a="${mf#>}" -v b="${ref#>}" 'BEGIN{printf "%.1fx", a/b}' || echo -)"
+    done
+    echo "(medians of $RUNS runs; $nfiles files, $kib KiB; flood: dd ${FLOOD_MB} MiB conv=fsync in a loop; slowdisk $SLOWDISK_ARGS${DEPTH:+; deadline-depth=$DEPTH})"
+    echo "raw (s): $(for s in $SCHEDS; do printf '%s idle[%s] flood[%s]; ' "$s" "${idle[$s]% }" "${flood[$s]% }"; done)"
+}
+
+if [ "$VERBOSE" = 1 ]; then
+    for s in $SCHEDS; do
+        echo "== $s (run $RUNS): filter / slow disk"
+        grep -h "deadline stats" "$tmp/$s.$RUNS.s2.log" | sed 's/.*deadline stats/  deadline stats/' || true
+        sed 's/^/  /' "$tmp/$s.$RUNS.slowdisk" 2>/dev/null || true
+    done
+fi
+table | tee ${OUT:+"$OUT"}

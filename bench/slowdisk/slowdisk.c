@@ -1,8 +1,9 @@
 /* nbd-deadline: slowdisk, an nbdkit plugin that models one spindle.
  *
  * The data lives in memory (allocated in chunks on first write, so an
- * untouched disk costs nothing and reads of it return zeroes): what is
- * written is what is read back.  Time is what the plugin fakes: every
+ * untouched disk costs nothing and reads of it return zeroes), or in a
+ * file (file=PATH, e.g. on tmpfs, so that it outlives the process):
+ * what is written is what is read back.  Time is what the plugin fakes: every
  * request waits for "the head" (one request at a time, strictly in
  * arrival order, like a disk without command queueing) and then holds it
  * for
@@ -34,6 +35,9 @@
 #include <string.h>
 #include <time.h>
 #include <sys/prctl.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
@@ -53,12 +57,25 @@ static double rate = 100.0 * 1024 * 1024;      /* bytes per second */
 static uint64_t wcache = 0;                    /* write cache bytes, 0 = off */
 static uint64_t seed = 1;                      /* rotation PRNG seed */
 static const char *stats_file = NULL;          /* stats=FILE at unload */
+static const char *data_file = NULL;           /* file=PATH: data kept there */
+static int data_fd = -1;
 
 /* ---- state (all under lock, except the data chunks) ------------------ */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t turn_cv = PTHREAD_COND_INITIALIZER;
-static uint64_t next_ticket, serving;          /* FIFO ticket lock: the head */
+/* Requests waiting for the head, in arrival order.  The head goes to
+ * the oldest, except that a waiter starting exactly where the head is
+ * goes first when stream=on (sequential stream detection: the pieces of
+ * one large write, split and reordered by the layers above, are
+ * streamed as a real drive's look-ahead and write combining would).
+ */
+struct waiter { struct waiter *next; uint64_t off; bool chosen; };
+static struct waiter *wq_head, **wq_tail = &wq_head;
+static size_t wq_len;
+static bool head_busy;
+static bool stream = true;                     /* stream=on|off */
+static uint64_t st_streamed;                   /* served out of order by stream */
 static uint64_t head_pos;                      /* where the last request ended */
 static uint64_t busy_until_ns;                 /* the disk's own clock */
 static uint64_t prng;
@@ -72,7 +89,7 @@ static uint64_t dirty_bytes;
 /* Statistics. */
 static uint64_t st_req[5];                     /* read, write, zero, flush, trim */
 static uint64_t st_bytes[2];
-static uint64_t st_seeks, st_contig, st_destaged;
+static uint64_t st_seeks, st_contig, st_destaged, st_skips;
 static double st_seek_ms, st_rot_ms, st_xfer_ms;
 static double st_wait_ms, st_wait_max_ms;      /* waiting for the head */
 static uint64_t st_qlen_max, st_qhist[QHIST_MAX + 1];
@@ -185,6 +202,13 @@ slowdisk_config (const char *key, const char *value)
   }
   else if (strcmp (key, "stats") == 0)
     stats_file = value;
+  else if (strcmp (key, "file") == 0)
+    data_file = value;
+  else if (strcmp (key, "stream") == 0) {
+    int b = nbdkit_parse_bool (value);
+    if (b == -1) return -1;
+    stream = b;
+  }
   else {
     nbdkit_error ("slowdisk: unknown parameter '%s'", key);
     return -1;
@@ -199,6 +223,18 @@ slowdisk_config_complete (void)
     nbdkit_error ("slowdisk: settle (%g ms) is longer than seek-ms (%g ms)",
                   settle_ms, seek_ms);
     return -1;
+  }
+  if (data_file) {
+    struct stat sb;
+    data_fd = open (data_file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (data_fd == -1) { nbdkit_error ("slowdisk: %s: %m", data_file); return -1; }
+    if (fstat (data_fd, &sb) == -1) { nbdkit_error ("slowdisk: fstat: %m"); return -1; }
+    if ((uint64_t) sb.st_size < size && ftruncate (data_fd, size) == -1) {
+      nbdkit_error ("slowdisk: %s: ftruncate: %m", data_file);
+      return -1;
+    }
+    prng = seed;
+    return 0;
   }
   nchunks = (size + CHUNK_SIZE - 1) >> CHUNK_SHIFT;
   chunks = calloc (nchunks, sizeof *chunks);
@@ -216,7 +252,9 @@ slowdisk_config_complete (void)
   "rate=SIZE        Media transfer rate per second (default 100M).\n" \
   "wcache=off|on|SIZE    Write cache (default off; on = 8M).\n" \
   "seed=N           Seed of the rotational delay sequence (default 1).\n" \
-  "stats=FILE       Write statistics to FILE at exit."
+  "stats=FILE       Write statistics to FILE at exit.\n" \
+  "file=PATH        Keep the data in PATH (kept across runs), not in memory.\n" \
+  "stream=on|off    Serve a waiter contiguous with the head first (default on)."
 
 /* ---- the head --------------------------------------------------------- */
 
@@ -228,10 +266,20 @@ media_cost (uint64_t off, uint64_t len)
 {
   double ms = 0;
 
-  if (off != head_pos) {
+  double rev = rpm ? 60000.0 / rpm : 0;
+  if (off > head_pos && rpm &&
+      (double) (off - head_pos) * 1000.0 / rate < rev) {
+    /* A short skip forward, less than a revolution's worth of sectors
+     * on the same track: the head just waits for them to pass.
+     */
+    double g = (double) (off - head_pos) * 1000.0 / rate;
+    ms += g;
+    st_rot_ms += g;
+    st_skips++;
+  }
+  else if (off != head_pos) {
     uint64_t d = off > head_pos ? off - head_pos : head_pos - off;
     double s = settle_ms + (seek_ms - settle_ms) * sqrt ((double) d / (double) size);
-    double rev = rpm ? 60000.0 / rpm : 0;
     double r = rot_half ? rev / 2 : rev * ((next_random () >> 11) * 0x1.0p-53);
     ms += s + r;
     st_seeks++;
@@ -303,25 +351,31 @@ cache_add (uint64_t off, uint64_t len)
 
 enum kind { K_READ, K_WRITE, K_ZERO, K_FLUSH, K_TRIM };
 
-/* Wait for the head (FIFO), charge the request's time on the disk's
- * clock, sleep until the disk has finished it, release the head.  The
- * data copy is done by the caller while it still holds its turn (the
- * turn is released by head_release).
+/* Wait for the head, charge the request's time on the disk's clock,
+ * sleep until the disk has finished it.  The data copy is done by the
+ * caller while it still holds the head (released by head_release).
  */
 static int
 head_acquire (enum kind k, uint64_t off, uint64_t len, bool fua)
 {
-  uint64_t arrive = now_ns (), t_start, cost = 0, my;
+  uint64_t arrive = now_ns (), t_start, cost = 0;
+  struct waiter me = { .next = NULL, .off = off, .chosen = false };
 
   pthread_mutex_lock (&lock);
-  my = next_ticket++;
   {
-    uint64_t qlen = next_ticket - serving - 1;  /* requests ahead of us */
+    uint64_t qlen = wq_len + head_busy;         /* requests ahead of us */
     if (qlen > st_qlen_max) st_qlen_max = qlen;
     st_qhist[qlen < QHIST_MAX ? qlen : QHIST_MAX]++;
   }
-  while (serving != my)
-    pthread_cond_wait (&turn_cv, &lock);
+  if (!head_busy && wq_len == 0)
+    head_busy = true;
+  else {
+    *wq_tail = &me;
+    wq_tail = &me.next;
+    wq_len++;
+    while (!me.chosen)
+      pthread_cond_wait (&turn_cv, &lock);
+  }
 
   t_start = now_ns ();
   if (st_first_ns == 0) st_first_ns = arrive;
@@ -379,10 +433,25 @@ head_acquire (enum kind k, uint64_t off, uint64_t len, bool fua)
 static void
 head_release (void)
 {
+  struct waiter **pp = &wq_head, **pick = NULL;
+
   pthread_mutex_lock (&lock);
-  serving++;
   st_last_ns = now_ns ();
-  pthread_cond_broadcast (&turn_cv);
+  if (wq_head) {
+    if (stream)
+      for (pp = &wq_head; *pp; pp = &(*pp)->next)
+        if ((*pp)->off == head_pos) { pick = pp; break; }
+    if (pick && pick != &wq_head) st_streamed++;
+    if (!pick) pick = &wq_head;
+    struct waiter *w = *pick;
+    *pick = w->next;
+    if (wq_tail == &w->next) wq_tail = pick;
+    wq_len--;
+    w->chosen = true;               /* head_busy stays true: handed over */
+    pthread_cond_broadcast (&turn_cv);
+  }
+  else
+    head_busy = false;
   pthread_mutex_unlock (&lock);
 }
 
@@ -408,6 +477,31 @@ static int
 copy_data (int op, void *buf, uint64_t off, uint64_t len)
 {
   unsigned char *p = buf;
+
+  if (data_fd >= 0) {
+    while (len > 0) {
+      ssize_t n;
+      if (op == 0) n = pread (data_fd, p, len, off);
+      else if (op == 1) n = pwrite (data_fd, p, len, off);
+      else {
+        if (fallocate (data_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                       off, len) == 0)
+          return 0;
+        /* no hole punching: write zeroes */
+        static const unsigned char zeroes[65536];
+        n = pwrite (data_fd, zeroes, len < sizeof zeroes ? len : sizeof zeroes, off);
+      }
+      if (n == -1) { nbdkit_error ("slowdisk: %s: %m", data_file); return -1; }
+      if (n == 0) {
+        if (op == 0) { memset (p, 0, len); return 0; }
+        errno = EIO; nbdkit_error ("slowdisk: short write"); return -1;
+      }
+      if (op != 2) p += n;
+      off += n;
+      len -= n;
+    }
+    return 0;
+  }
   while (len > 0) {
     uint64_t i = off >> CHUNK_SHIFT, o = off & (CHUNK_SIZE - 1);
     uint64_t n = CHUNK_SIZE - o < len ? CHUNK_SIZE - o : len;
@@ -509,14 +603,16 @@ format_stats (FILE *fp)
   double busy = (st_seek_ms + st_rot_ms + st_xfer_ms) / 1000;
 
   fprintf (fp, "model size=%" PRIu64 " seek-ms=%g settle=%g rpm=%u rotation=%s "
-           "rate=%.0f wcache=%" PRIu64 "\n",
-           size, seek_ms, settle_ms, rpm, rot_half ? "half" : "random", rate, wcache);
+           "rate=%.0f wcache=%" PRIu64 " stream=%s\n",
+           size, seek_ms, settle_ms, rpm, rot_half ? "half" : "random", rate, wcache,
+           stream ? "on" : "off");
   fprintf (fp, "requests %" PRIu64 " read %" PRIu64 " write %" PRIu64
            " zero %" PRIu64 " flush %" PRIu64 " trim %" PRIu64 "\n",
            n, st_req[0], st_req[1], st_req[2], st_req[3], st_req[4]);
   fprintf (fp, "bytes read %" PRIu64 " written %" PRIu64 " destaged %" PRIu64 "\n",
            st_bytes[0], st_bytes[1], st_destaged);
-  fprintf (fp, "seeks %" PRIu64 " contiguous %" PRIu64 "\n", st_seeks, st_contig);
+  fprintf (fp, "seeks %" PRIu64 " short_skips %" PRIu64 " contiguous %" PRIu64
+           " streamed_out_of_order %" PRIu64 "\n", st_seeks, st_skips, st_contig, st_streamed);
   fprintf (fp, "busy_s %.3f (seek %.3f rotation %.3f transfer %.3f) span_s %.3f util %.0f%%\n",
            busy, st_seek_ms / 1000, st_rot_ms / 1000, st_xfer_ms / 1000, span,
            span > 0 ? 100 * busy / span : 0);
@@ -548,6 +644,7 @@ slowdisk_unload (void)
     fp = fopen (stats_file, "w");
     if (fp) { format_stats (fp); fclose (fp); }
   }
+  if (data_fd >= 0) close (data_fd);
   for (uint64_t i = 0; i < nchunks; i++) free (chunks[i]);
   free (chunks);
   free (dirty);

@@ -6,6 +6,13 @@
 source "$(dirname "$0")/functions.sh"
 requires_filter
 requires test -x ./integrity
+# nbdkit 1.32 with libasan preloaded hangs in exit (p11-kit's destructor
+# waits for glibc's setlocale lock) after SIGTERM under load, with or
+# without this filter: nothing to learn here in a sanitizer build.
+if [ -n "${SANITIZER_PRELOAD:-}" ]; then
+    echo "$0: SKIP: nbdkit itself hangs at exit under ASan preload"
+    exit 77
+fi
 
 sock=$tmpdir/sock
 start_nbdkit "$sock" -t 64 --filter="$FILTER" --filter=delay memory 64M delay-write=50ms || exit 1

@@ -10,9 +10,10 @@
  * misses everything in flight.  Trimmed bytes become "unknown" (NBD
  * leaves their contents unspecified) until written again.
  *
- *   integrity [-c CONNS] [-d DEPTH] [-n OPS] [-s SEED] [-m MODEL] SOCKET
+ *   integrity [-c CONNS] [-d DEPTH] [-n OPS] [-s SEED] [-m MODEL] [-Z ALIGN] SOCKET
  *       exit 0 if no mismatch; -m writes the model to MODEL and the
- *       known-byte mask to MODEL.mask for a later --compare.
+ *       known-byte mask to MODEL.mask for a later --compare; -Z keeps
+ *       zero and trim ranges aligned (for layers below that need it).
  *   integrity --compare FILE MODEL
  *       checks a backing file against a saved model (known bytes only).
  */
@@ -133,8 +134,10 @@ on_done (void *user_data, int *error)
 }
 
 /* Pick a range not overlapping anything in flight. */
+static uint64_t zalign;          /* -Z: zero/trim ranges aligned to this */
+
 static bool
-pick_range (uint64_t *off, uint64_t *len)
+pick_range (uint64_t *off, uint64_t *len, bool zero_or_trim)
 {
   int tries;
 
@@ -142,7 +145,11 @@ pick_range (uint64_t *off, uint64_t *len)
     uint64_t l, o;
     unsigned shape = rnd_below (10);
 
-    if (shape < 5) {            /* aligned 4k multiples */
+    if (zero_or_trim && zalign) {
+      l = zalign * (1 + rnd_below (16));
+      o = zalign * rnd_below (size / zalign);
+    }
+    else if (shape < 5) {            /* aligned 4k multiples */
       l = 4096 * (1 + rnd_below (32));
       o = 4096 * rnd_below (size / 4096);
     }
@@ -190,7 +197,8 @@ issue (struct nbd_handle *h, int conn)
   else if (kind_roll < 95) o->kind = can_trim ? K_TRIM : K_READ;
   else o->kind = can_flush ? K_FLUSH : K_READ;
 
-  if (o->kind != K_FLUSH && !pick_range (&o->off, &o->len))
+  if (o->kind != K_FLUSH &&
+      !pick_range (&o->off, &o->len, o->kind == K_ZERO || o->kind == K_TRIM))
     return false;
   o->busy = true;
   inflight_conn[conn]++;
@@ -275,20 +283,21 @@ main (int argc, char *argv[])
   if (argc == 4 && strcmp (argv[1], "--compare") == 0)
     return compare_file (argv[2], argv[3]);
 
-  while ((opt = getopt (argc, argv, "c:d:n:s:m:")) != -1) {
+  while ((opt = getopt (argc, argv, "c:d:n:s:m:Z:")) != -1) {
     switch (opt) {
     case 'c': conns = atoi (optarg); break;
     case 'd': depth = atoi (optarg); break;
     case 'n': nops = strtoull (optarg, NULL, 10); break;
     case 's': seed = strtoull (optarg, NULL, 10); break;
     case 'm': dump = optarg; break;
+    case 'Z': zalign = strtoull (optarg, NULL, 10); break;
     default: goto usage;
     }
   }
   if (optind != argc - 1 || conns < 1 || conns > MAX_CONNS ||
       depth < 1 || conns * depth > MAX_INFLIGHT) {
   usage:
-    fprintf (stderr, "usage: integrity [-c CONNS] [-d DEPTH] [-n OPS] [-s SEED] [-m MODEL] SOCKET\n"
+    fprintf (stderr, "usage: integrity [-c CONNS] [-d DEPTH] [-n OPS] [-s SEED] [-m MODEL] [-Z ALIGN] SOCKET\n"
                      "       integrity --compare FILE MODEL\n");
     return EXIT_FAILURE;
   }

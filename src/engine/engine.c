@@ -165,6 +165,10 @@ complete_req (struct engine *e, struct engine_req *r, uint64_t now)
   dl_hist_add (&e->st.total[dir], now - r->t_submit);
   pthread_mutex_unlock (&e->stats_lock);
 
+  if (r->done_cb) {
+    r->done_cb (r, r->done_opaque);
+    return;
+  }
   pthread_mutex_lock (&w->m);
   __atomic_store_n (&r->done, 1, __ATOMIC_RELEASE);
   pthread_cond_signal (&w->c);
@@ -441,10 +445,10 @@ engine_start (struct engine *e)
   return 0;
 }
 
-int
-engine_submit (struct engine *e, struct engine_req *r)
+/* Fill the core's part of r and append it to the inbox. */
+static int
+enqueue (struct engine *e, struct engine_req *r)
 {
-  struct waiter w;
   bool first;
 
   r->dl.offset = r->offset;
@@ -458,15 +462,10 @@ engine_submit (struct engine *e, struct engine_req *r)
   r->t_insert = r->t_dispatch = 0;
   r->result = 0;
   r->done = 0;
-  pthread_mutex_init (&w.m, NULL);
-  pthread_cond_init (&w.c, NULL);
-  r->waiter = &w;
 
   pthread_mutex_lock (&e->lock);
   if (!e->started || e->stopping) {
     pthread_mutex_unlock (&e->lock);
-    pthread_cond_destroy (&w.c);
-    pthread_mutex_destroy (&w.m);
     return -ESHUTDOWN;
   }
   first = e->inbox_head == NULL;
@@ -485,14 +484,40 @@ engine_submit (struct engine *e, struct engine_req *r)
   /* One wake-up per batch: later arrivals ride on the first's. */
   if (first)
     ev_async_send (e->loop, &e->wake);
+  return 0;
+}
 
-  pthread_mutex_lock (&w.m);
-  while (!__atomic_load_n (&r->done, __ATOMIC_ACQUIRE))
-    pthread_cond_wait (&w.c, &w.m);
-  pthread_mutex_unlock (&w.m);
+int
+engine_submit_async (struct engine *e, struct engine_req *r,
+                     void (*cb) (struct engine_req *, void *), void *opaque)
+{
+  r->done_cb = cb;
+  r->done_opaque = opaque;
+  r->waiter = NULL;
+  return enqueue (e, r);
+}
+
+int
+engine_submit (struct engine *e, struct engine_req *r)
+{
+  struct waiter w;
+  int rc;
+
+  pthread_mutex_init (&w.m, NULL);
+  pthread_cond_init (&w.c, NULL);
+  r->done_cb = NULL;
+  r->waiter = &w;
+  rc = enqueue (e, r);
+  if (rc == 0) {
+    pthread_mutex_lock (&w.m);
+    while (!__atomic_load_n (&r->done, __ATOMIC_ACQUIRE))
+      pthread_cond_wait (&w.c, &w.m);
+    pthread_mutex_unlock (&w.m);
+    rc = r->result;
+  }
   pthread_cond_destroy (&w.c);
   pthread_mutex_destroy (&w.m);
-  return r->result;
+  return rc;
 }
 
 int

@@ -71,6 +71,12 @@ struct engine_req {
   uint64_t stream;              /* who sent it (connection id) */
   void *ctx;                    /* NEXT: the caller's handle for perform */
 
+  /* engine_submit_async: called on the loop thread when r completes
+   * (r->result set); must not block.  NULL for engine_submit.
+   */
+  void (*done_cb) (struct engine_req *r, void *opaque);
+  void *done_opaque;
+
   /* Private to the engine. */
   struct dl_req dl;
   struct engine_req *inbox_next;
@@ -92,6 +98,12 @@ struct engine *engine_new (const struct engine_params *p,
 int engine_start (struct engine *e);
 /* Queue r and wait for it.  Returns 0 or -errno (as the device gave it). */
 int engine_submit (struct engine *e, struct engine_req *r);
+/* Queue r and return at once; r->done_cb(r, r->done_opaque) runs on the
+ * loop thread when it completes (r->result: 0 or -errno), and r must
+ * stay valid until then.  Returns 0, or -ESHUTDOWN (then no callback).
+ */
+int engine_submit_async (struct engine *e, struct engine_req *r,
+                         void (*cb) (struct engine_req *, void *), void *opaque);
 /* Fails everything still waiting (-ESHUTDOWN), lets what is in flight
  * finish, and stops the threads.  Idempotent; safe if never started.
  */

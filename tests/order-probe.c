@@ -1,6 +1,6 @@
 /* nbd-deadline: observe the scheduler's order end to end.
  *
- *   order-probe [-w WRITES] [-g GAP] [-t MS] SOCKET
+ *   order-probe [-w WRITES] [-g GAP] [-t MS] [-f] SOCKET
  *
  * Floods the export with WRITES 4 KiB writes at ascending offsets GAP
  * apart (one connection, all in flight at once), waits MS milliseconds
@@ -12,6 +12,8 @@
  *
  * Over a slow layer below, a deadline scheduler serves the read after a
  * few writes; FIFO (noop) and a one-way sweep (elevator) serve it last.
+ * With -f a flush is sent instead of the read (writes_before_flush=N):
+ * it covers only completed writes, so it should not wait behind them.
  */
 #include <inttypes.h>
 #include <poll.h>
@@ -75,13 +77,14 @@ pump (struct nbd_handle **h, int n, int timeout_ms)
 int
 main (int argc, char *argv[])
 {
-  int nwrites = 64, wait_ms = 30, opt, i;
+  int nwrites = 64, wait_ms = 30, opt, i, flush = 0;
   uint64_t gap = 1 << 20, t0, tr = 0, tread = 0;
   struct nbd_handle *h[2];
   static char wbuf[4096], rbuf[4096];
 
-  while ((opt = getopt (argc, argv, "w:g:t:")) != -1) {
+  while ((opt = getopt (argc, argv, "w:g:t:f")) != -1) {
     switch (opt) {
+    case 'f': flush = 1; break;
     case 'w': nwrites = atoi (optarg); break;
     case 'g': gap = strtoull (optarg, NULL, 10); break;
     case 't': wait_ms = atoi (optarg); break;
@@ -90,7 +93,7 @@ main (int argc, char *argv[])
   }
   if (optind != argc - 1) {
   usage:
-    fprintf (stderr, "usage: order-probe [-w WRITES] [-g GAP] [-t MS] SOCKET\n");
+    fprintf (stderr, "usage: order-probe [-w WRITES] [-g GAP] [-t MS] [-f] SOCKET\n");
     return EXIT_FAILURE;
   }
   for (i = 0; i < 2; ++i) {
@@ -123,7 +126,8 @@ main (int argc, char *argv[])
   {
     nbd_completion_callback cb = { .callback = on_read };
     tr = now_us ();
-    if (nbd_aio_pread (h[1], rbuf, sizeof rbuf, gap * (nwrites + 1), cb, 0) == -1) {
+    if ((flush ? nbd_aio_flush (h[1], cb, 0)
+               : nbd_aio_pread (h[1], rbuf, sizeof rbuf, gap * (nwrites + 1), cb, 0)) == -1) {
       fprintf (stderr, "order-probe: %s\n", nbd_get_error ());
       return EXIT_FAILURE;
     }
@@ -137,8 +141,9 @@ main (int argc, char *argv[])
       return EXIT_FAILURE;
     }
   }
-  printf ("writes_before_read=%d writes=%d read_us=%" PRIu64 "\n",
-          writes_before_read, nwrites, tread);
+  printf ("writes_before_%s=%d writes=%d %s_us=%" PRIu64 "\n",
+          flush ? "flush" : "read", writes_before_read, nwrites,
+          flush ? "flush" : "read", tread);
   for (i = 0; i < 2; ++i) {
     nbd_shutdown (h[i], 0);
     nbd_close (h[i]);

@@ -34,5 +34,17 @@ for s in noop elevator; do
         echo "FAIL: $s: the read overtook writes ($n of 64 before it)"; fails=$((fails+1))
     fi
 done
+# A flush covers completed writes only: it must not queue behind them.
+sock=$tmpdir/flush
+start_nbdkit "$sock" -t 128 --filter="$FILTER" --filter=delay \
+    memory 1G delay-write=20ms || exit 1
+out=$(./order-probe -f -w 64 -t 30 "$sock")
+stop_nbdkit "$sock"
+echo "flush: $out"
+n=$(printf '%s\n' "$out" | sed -n 's/.*writes_before_flush=\([0-9]*\).*/\1/p')
+if [ "${n:--1}" -lt 0 ] || [ "$n" -gt 16 ]; then
+    echo "FAIL: the flush waited for ${n:-?} of 64 queued writes"; fails=$((fails+1))
+fi
+
 [ $fails -eq 0 ] || exit 1
 echo "$0: PASS"

@@ -184,6 +184,8 @@ engine_unit_done (struct engine *e, struct dl_req *unit, int result,
 
   e->inflight--;
   e->inflight_bytes -= unit->op == DL_OP_FLUSH ? 0 : unit->unit_length;
+  if (unit->op == DL_OP_FLUSH)
+    e->flushes_inflight--;
   dl_complete (e->sched, unit, now);
   DL_FOREACH_MEMBER (m, unit, tmp) {
     struct engine_req *r = req_of (m);
@@ -215,6 +217,8 @@ issue (struct engine *e, struct dl_req *unit, uint64_t now)
 
   e->inflight++;
   e->inflight_bytes += unit->op == DL_OP_FLUSH ? 0 : unit->unit_length;
+  if (unit->op == DL_OP_FLUSH)
+    e->flushes_inflight++;
   DL_FOREACH_MEMBER (m, unit, tmp) {
     struct engine_req *r = req_of (m);
     r->t_dispatch = now;
@@ -257,6 +261,17 @@ pump (struct engine *e)
     e->st.waiting_max = waiting;
   dl_sched_stats (e->sched, &e->st.sched);
   pthread_mutex_unlock (&e->stats_lock);
+
+  /* A flush covers only writes already completed, so it need not wait
+   * for a slot behind writes in flight: it gets one beyond the depth.
+   * (The core hands flushes out first, so the unit is the flush.)
+   */
+  if (!e->draining && e->st.sched.queued_flushes > 0 &&
+      e->flushes_inflight == 0) {
+    unit = dl_dispatch (e->sched, now);
+    if (unit)
+      issue (e, unit, now);
+  }
 
   /* The core may want to be asked again later even if nothing happens
    * (e.g. a deadline expiring while it idles the device).

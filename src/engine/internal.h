@@ -44,6 +44,7 @@ struct engine {
   ev_timer sched_timer;
   uint32_t inflight;            /* units at the device */
   uint64_t inflight_bytes;
+  uint32_t flushes_inflight;    /* flush units among them */
   bool draining;
 
   /* DIRECT. */

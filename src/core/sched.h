@@ -101,6 +101,22 @@ struct dl_stats {
  * holding it has been dl_complete()d.
  */
 struct dl_req {
+  /* Private to the core, first: a search of a sorted queue reads only
+   * these 64 bytes of each node it passes, one cache line when the
+   * request is so aligned, which matters with 100k requests queued.
+   */
+  RB_ENTRY(dl_req) sort_node;   /* sortq.c */
+  uint64_t seq;                 /* unit: lowest arrival sequence of its members */
+  uint64_t live_lo;             /* unit: extent rounded out to the alignment */
+  uint64_t live_max_hi;         /* interval tree augmentation */
+
+  /* Set by the core: readable by the caller. */
+  uint64_t unit_offset;         /* on a unit head: the merged extent */
+  uint64_t unit_length;
+  uint64_t arrival_ns;          /* when dl_insert() saw it */
+  uint32_t nr_members;          /* on a unit head: 1 + merged requests */
+  struct dl_req *next_member;   /* next member of the unit, or NULL */
+
   /* Filled by the caller. */
   uint64_t offset;
   uint64_t length;
@@ -109,23 +125,13 @@ struct dl_req {
   uint64_t stream;              /* who sent it (e.g. connection); 0 = unknown */
   void *priv;                   /* the caller's */
 
-  /* Set by the core: readable by the caller. */
-  uint64_t arrival_ns;          /* when dl_insert() saw it */
-  uint64_t unit_offset;         /* on a unit head: the merged extent */
-  uint64_t unit_length;
-  uint32_t nr_members;          /* on a unit head: 1 + merged requests */
-  struct dl_req *next_member;   /* next member of the unit, or NULL */
-
   /* Private to the core. */
-  struct dl_req *last_member;
-  uint64_t seq;                 /* unit: lowest arrival sequence of its members */
+  uint64_t live_hi;
   uint64_t unit_arrival_ns;     /* unit: earliest arrival of its members */
-  uint64_t live_lo, live_hi;    /* unit: extent rounded out to the alignment */
-  uint64_t live_max_hi;         /* interval tree augmentation */
+  struct dl_req *last_member;
   uint8_t dir;
   uint8_t state;
   uint8_t in_late;              /* fifo.c: in late_node's tree, not the list */
-  RB_ENTRY(dl_req) sort_node;   /* sortq.c */
   RB_ENTRY(dl_req) live_node;   /* hazard.c */
   union {
     TAILQ_ENTRY(dl_req) fifo_link; /* fifo.c, or hazard.c's held list */

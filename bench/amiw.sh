@@ -3,7 +3,7 @@
 #
 #   sudo bench/amiw.sh [-r RUNS] [-s "deadline elevator noop plain"]
 #                      [-n FILES] [-f FLOOD_MB] [-d DEPTH] [-T CAT_TIMEOUT]
-#                      [-q] [-k]
+#                      [-x "k=v ..."] [-B N] [-q|-L] [-k] [-v] [-o FILE]
 #
 # The stack, rebuilt for every scheduler (the data stays in a tmpfs
 # file, so every scheduler sees the same filesystem layout):
@@ -23,33 +23,48 @@
 # of one file), wait 2 s, time `cat` of every file again (capped at
 # CAT_TIMEOUT s, then reported as ">T"), stop the flood and sync.
 #
-# Prints the medians side by side and the ratios to deadline; with -v
-# also where requests waited (the filter's stats line and the slow
-# disk's queue statistics, for the last run of each scheduler).
+# Prints the medians side by side and the ratios to the first deadline
+# entry; with -v also where requests waited during the last flood cat of
+# each scheduler: requests in the upper and lower FUSE connections and
+# in flight on the upper loop (sampled every 0.2 s), mean read and write
+# latency at the upper loop (what ext4 sees) and at the lower loop (the
+# filter's device), the filter's exit statistics line and the slow
+# disk's statistics.
 #
-# Options: -r runs (3), -s schedulers, -n files (2000), -f flood MiB
-# (256), -d deadline-depth (filter default), -T cat timeout (120),
-# -q quick (1 run, 1000 files, timeout 60), -k keep the work directory,
-# -v print the wait statistics, -o FILE also write the table there,
-# -x "KEY=VAL ..." extra filter parameters.
+# Schedulers: deadline, elevator, noop (the filter's deadline-scheduler=)
+# and plain (nbdkit file, no filter); NAME:k=v,k=v adds deadline-k=v,
+# e.g. "deadline:depth=1,fifo-batch=2".
+#
+# Options: -r runs (3), -s schedulers, -n files (500), -f flood MiB
+# (256), -d deadline-depth for every filter entry, -T cat timeout (90),
+# -q quick (1 run, 300 files, timeout 60), -L long (2000 files, timeout
+# 300; about 4x the time), -k keep the work directory, -v print where
+# requests waited, -o FILE also write the table there, -x "k=v ..."
+# extra filter parameters, -B N the kernel FUSE max_background of the
+# upper nbdfuse (kernel default 12; nbdfuse itself runs at most 10
+# libfuse threads, which no option raises).
 # Env: FILTER, SLOWDISK (the .so files), SLOWDISK_ARGS (model keys,
-# default "size=4G").  Needs root, /dev/fuse, loop devices.  A run of the
-# defaults takes about 6-10 minutes.
+# default "size=4G"), MOUNT_OPTS (ext4 mount options).  Needs root,
+# /dev/fuse, loop devices.  The defaults take about 10 minutes.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-RUNS=3 SCHEDS="deadline elevator noop plain" NFILES=2000 FLOOD_MB=256
-DEPTH= CAT_TIMEOUT=120 KEEP=0 VERBOSE=0 OUT= EXTRA=
-while getopts "r:s:n:f:d:T:qkvo:x:" o; do
+RUNS=3 SCHEDS="deadline elevator noop plain" NFILES=500 FLOOD_MB=256
+DEPTH= CAT_TIMEOUT=90 KEEP=0 VERBOSE=0 OUT= EXTRA= FUSE_BG=
+while getopts "r:s:n:f:d:T:qLkvo:x:B:" o; do
     case $o in
         r) RUNS=$OPTARG ;; s) SCHEDS=$OPTARG ;; n) NFILES=$OPTARG ;;
         f) FLOOD_MB=$OPTARG ;; d) DEPTH=$OPTARG ;; T) CAT_TIMEOUT=$OPTARG ;;
-        q) RUNS=1 NFILES=1000 CAT_TIMEOUT=60 ;; k) KEEP=1 ;; v) VERBOSE=1 ;;
+        q) RUNS=1 NFILES=300 CAT_TIMEOUT=60 ;;
+        L) NFILES=2000 CAT_TIMEOUT=300 ;; k) KEEP=1 ;; v) VERBOSE=1 ;;
         o) OUT=$OPTARG ;; x) EXTRA=$OPTARG ;;
-        *) sed -n '2,40p' "$0" >&2; exit 2 ;;
+        B) FUSE_BG=$OPTARG ;;
+        *) sed -n '2,48p' "$0" >&2; exit 2 ;;
     esac
 done
 : "${SLOWDISK_ARGS:=size=4G}"
+# make check points NBDKIT at a wrapper under sanitizers.
+: "${NBDKIT:=nbdkit}"
 
 find_so ()
 {
@@ -68,10 +83,15 @@ die () { echo "amiw: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (loop devices, mount, drop_caches)"
 [ -f "$FILTER" ] || die "filter not built (set FILTER=)"
 [ -f "$SLOWDISK" ] || die "slowdisk plugin not built (set SLOWDISK=)"
-for p in nbdkit nbdfuse fusermount3 losetup mkfs.ext4 timeout; do
+for p in nbdfuse fusermount3 losetup mkfs.ext4 timeout md5sum; do
     command -v $p >/dev/null || die "$p not found"
 done
 [ -c /dev/fuse ] || die "/dev/fuse missing"
+FUSECTL_MOUNTED=0
+if ! mountpoint -q /sys/fs/fuse/connections; then
+    mount -t fusectl none /sys/fs/fuse/connections || die "cannot mount fusectl"
+    FUSECTL_MOUNTED=1
+fi
 
 tmp=$(mktemp -d /tmp/amiw.XXXXXX)
 data=$(mktemp /dev/shm/amiw-disk.XXXXXX)
@@ -79,7 +99,8 @@ log=$tmp/log
 mkdir -p "$tmp/m1" "$tmp/m2" "$tmp/m3"
 
 # ---- resources, released in reverse order by stack_down / the trap ----
-S1_PID= S2_PID= F1_PID= F2_PID= LOOP1= LOOP2= MOUNTED=0 FLOOD_PID=
+S1_PID= S2_PID= F1_PID= F2_PID= LOOP1= LOOP2= MOUNTED=0 FLOOD_PID= SAMPLER_PID=
+CONN1= CONN2=
 
 kill_wait ()    # PID: TERM, then KILL after 10 s; only our own children
 {
@@ -111,6 +132,7 @@ fuse_down ()    # MOUNTPOINT PID
 
 stack_down ()
 {
+    sampler_stop
     flood_stop
     if [ "$MOUNTED" = 1 ]; then
         umount "$tmp/m3" 2>/dev/null || umount -l "$tmp/m3" 2>/dev/null || true
@@ -130,6 +152,7 @@ cleanup ()
     trap - EXIT INT TERM
     stack_down
     rm -f "$data"
+    [ "$FUSECTL_MOUNTED" = 1 ] && umount /sys/fs/fuse/connections 2>/dev/null
     if [ "$KEEP" = 1 ] || [ $rc -ne 0 ]; then
         echo "amiw: logs kept in $tmp" >&2
     else
@@ -154,7 +177,7 @@ stack_up ()
     local tag=$1 sched=$2 args=()
     rm -f "$tmp/s1.sock" "$tmp/s2.sock" "$tmp/f1.pid" "$tmp/f2.pid"
     # shellcheck disable=SC2086
-    nbdkit -f -v --unix "$tmp/s1.sock" "$SLOWDISK" file="$data" $SLOWDISK_ARGS \
+    $NBDKIT -f -v --unix "$tmp/s1.sock" "$SLOWDISK" file="$data" $SLOWDISK_ARGS \
         stats="$tmp/$tag.slowdisk" 2>"$tmp/$tag.s1.log" &
     S1_PID=$!
     wait_for "$tmp/s1.sock" 10
@@ -168,24 +191,38 @@ stack_up ()
     if [ "$sched" = plain ]; then
         args=(file "$LOOP1")
     else
-        args=(--filter="$FILTER" file "$LOOP1" deadline-scheduler="$sched")
+        # NAME:k=v,k=v -> deadline-scheduler=NAME deadline-k=v ...
+        args=(--filter="$FILTER" file "$LOOP1" deadline-scheduler="${sched%%:*}")
         [ -n "$DEPTH" ] && args+=(deadline-depth="$DEPTH")
+        if [ "$sched" != "${sched#*:}" ]; then
+            local kv
+            local IFS=,
+            for kv in ${sched#*:}; do args+=("deadline-$kv"); done
+            unset IFS
+        fi
         # shellcheck disable=SC2206
         [ -n "$EXTRA" ] && args+=($EXTRA)
     fi
-    nbdkit -f -v --unix "$tmp/s2.sock" "${args[@]}" 2>"$tmp/$tag.s2.log" &
+    $NBDKIT -f -v --unix "$tmp/s2.sock" "${args[@]}" 2>"$tmp/$tag.s2.log" &
     S2_PID=$!
     wait_for "$tmp/s2.sock" 20
     nbdfuse -P "$tmp/f2.pid" "$tmp/m2/disk" --unix "$tmp/s2.sock" 2>>"$log" &
     F2_PID=$!
     wait_for "$tmp/f2.pid" 10
+    CONN2=$(mountpoint -d "$tmp/m2"); CONN2=${CONN2#*:}
+    CONN1=$(mountpoint -d "$tmp/m1"); CONN1=${CONN1#*:}
+    if [ -n "$FUSE_BG" ]; then
+        local conn=$CONN2
+        echo "$FUSE_BG" > /sys/fs/fuse/connections/"$conn"/max_background
+        echo "$FUSE_BG" > /sys/fs/fuse/connections/"$conn"/congestion_threshold
+    fi
     LOOP2=$(losetup --direct-io=on -f --show "$tmp/m2/disk")
     echo none > /sys/block/"${LOOP2#/dev/}"/queue/scheduler
 }
 
 mount_fs ()
 {
-    mount -t ext4 "$LOOP2" "$tmp/m3"
+    mount -t ext4 ${MOUNT_OPTS:+-o "$MOUNT_OPTS"} "$LOOP2" "$tmp/m3"
     MOUNTED=1
 }
 
@@ -207,6 +244,48 @@ time_cat ()
     fi
 }
 
+# Where requests wait, sampled every 0.2 s while the cat runs under the
+# flood: requests in the upper FUSE connection (queued in the kernel or
+# in nbdfuse, i.e. above the filter), in flight on the upper loop
+# device, in the lower FUSE connection (below the filter).  Columns:
+# fuse2 loop2_inflight fuse1.
+sampler_start ()   # FILE
+{
+    local f=$1 c2=/sys/fs/fuse/connections/$CONN2/waiting
+    local c1=/sys/fs/fuse/connections/$CONN1/waiting
+    local l2=/sys/block/${LOOP2#/dev/}/inflight
+    ( while :; do
+          echo "$(cat "$c2") $(awk '{print $1 + $2}' "$l2") $(cat "$c1")"
+          sleep 0.2
+      done > "$f" 2>/dev/null ) &
+    SAMPLER_PID=$!
+}
+sampler_stop ()
+{
+    [ -n "$SAMPLER_PID" ] || return 0
+    kill "$SAMPLER_PID" 2>/dev/null || true
+    wait "$SAMPLER_PID" 2>/dev/null || true
+    SAMPLER_PID=
+}
+# Block-layer read/write counts and mean latencies of the upper loop
+# device (what ext4 sees: the whole stack below it) and the lower one
+# (what the filter sees from its device), over the flood cat.
+blat ()            # BSTAT0 BSTAT1
+{
+    paste -d' ' "$1" "$2" | awk '
+        { r = $18 - $1; rt = $21 - $4; w = $22 - $5; wt = $25 - $8
+          printf "%s reads %d mean %.1f ms, writes %d mean %.1f ms; ",
+                 (NR == 1 ? "upper loop (ext4 sees)" : "lower loop (filter sees)"),
+                 r, r ? rt / r : 0, w, w ? wt / w : 0 }
+        END { print "" }'
+}
+depths ()          # FILE: mean/max of each column
+{
+    awk 'NF == 3 { for (i = 1; i <= 3; i++) { s[i] += $i; if ($i > m[i]) m[i] = $i } n++ }
+         END { if (n) printf "fuse_above_filter mean %.1f max %d; loop2_inflight mean %.1f max %d; fuse_below_filter mean %.1f max %d (%d samples)\n",
+                   s[1]/n, m[1], s[2]/n, m[2], s[3]/n, m[3], n }' "$1"
+}
+
 flood_start ()
 {
     ( while :; do
@@ -225,6 +304,7 @@ mount_fs
 mkdir "$tmp/m3/tree"
 (cd /usr/include && find . -type f | LC_ALL=C sort | awk -v n="$NFILES" 'NR <= n' > "$tmp/files")
 tar -C /usr/include -cf - -T "$tmp/files" | tar -C "$tmp/m3/tree" -xf -
+(cd "$tmp/m3/tree" && tr '\n' '\0' < "$tmp/files" | xargs -0 md5sum) > "$tmp/md5"
 dd if=/dev/zero of="$tmp/m3/flood" bs=1M count="$FLOOD_MB" conv=fsync status=none
 sync
 nfiles=$(find "$tmp/m3/tree" -type f | wc -l)
@@ -235,14 +315,27 @@ echo "amiw: fixture ready ($nfiles files, $kib KiB) in $(awk -v a="$t0" -v b="$(
 declare -A idle flood
 for run in $(seq "$RUNS"); do
     for s in $SCHEDS; do
-        stack_up "$s.$run" "$s"
+        # The idle and the flood cat each get a fresh stack, so that the
+        # exit statistics of the filter and the slow disk are the flood's.
+        stack_up "$s.$run.idle" "$s"
         mount_fs
         drop_caches
         i=$(time_cat)
+        stack_down
+        stack_up "$s.$run" "$s"
+        mount_fs
         drop_caches
         flood_start
         sleep 2
+        sampler_start "$tmp/$s.$run.depths"
+        cat /sys/block/"${LOOP2#/dev/}"/stat /sys/block/"${LOOP1#/dev/}"/stat > "$tmp/$s.$run.bstat0"
         f=$(time_cat)
+        cat /sys/block/"${LOOP2#/dev/}"/stat /sys/block/"${LOOP1#/dev/}"/stat > "$tmp/$s.$run.bstat1"
+        sampler_stop
+        # What came through the whole stack during the flood is right
+        # (the cat left it in the page cache, so this costs little).
+        (cd "$tmp/m3/tree" && md5sum -c --quiet "$tmp/md5") >&2 ||
+            die "$s: files read back under the flood differ from the originals"
         flood_stop
         sync
         stack_down
@@ -267,12 +360,14 @@ table ()
 {
     local s mi mf ref
     ref=
-    for s in $SCHEDS; do [ "$s" = deadline ] && ref=$(median ${flood[deadline]}); done
-    printf "%-10s %10s %12s %10s %12s\n" scheduler "idle_cat_s" "flood_cat_s" "flood/idle" "vs_deadline"
+    for s in $SCHEDS; do
+        [ -z "$ref" ] && [ "${s%%:*}" = deadline ] && ref=$(median ${flood[$s]})
+    done
+    printf "%-32s %10s %12s %10s %12s\n" scheduler "idle_cat_s" "flood_cat_s" "flood/idle" "vs_deadline"
     for s in $SCHEDS; do
         mi=$(median ${idle[$s]})
         mf=$(median ${flood[$s]})
-        printf "%-10s %10s %12s %10s %12s\n" "$s" "$mi" "$mf" \
+        printf "%-32s %10s %12s %10s %12s\n" "$s" "$mi" "$mf" \
             "$(awk -v a="${mf#>}" -v b="${mi#>}" 'BEGIN{printf "%.1fx", a/b}')" \
             "$( [ -n "$ref" ] && awk -v a="${mf#>}" -v b="${ref#>}" 'BEGIN{printf "%.1fx", a/b}' || echo -)"
     done
@@ -283,6 +378,8 @@ table ()
 if [ "$VERBOSE" = 1 ]; then
     for s in $SCHEDS; do
         echo "== $s (run $RUNS): filter / slow disk"
+        echo "  during the flood cat: $(depths "$tmp/$s.$RUNS.depths")"
+        echo "  $(blat "$tmp/$s.$RUNS.bstat0" "$tmp/$s.$RUNS.bstat1")"
         grep -h "deadline stats" "$tmp/$s.$RUNS.s2.log" | sed 's/.*deadline stats/  deadline stats/' || true
         sed 's/^/  /' "$tmp/$s.$RUNS.slowdisk" 2>/dev/null || true
     done

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# nbd-deadline: the AMIW, short, as a test (see bench/amiw.sh).
+#
+# ext4 over nbdfuse + loop over the filter over nbdfuse + loop over the
+# slowdisk plugin (one modelled spindle); 200 small files; cat of every
+# file with the disk idle and under a write flood, for deadline and
+# elevator; every file read back under the flood is checked against
+# its original.  Skipped (77) unless root with /dev/fuse, loop devices
+# and nbdfuse.  About a minute and a half.
+#
+# Assertions (generous: it is a test, not the benchmark):
+#   - the data read back under the flood is right (amiw.sh checks it);
+#   - deadline's flood cat is no slower than AMIW_MAX_VS_ELEVATOR (1.5)
+#     times elevator's;
+#   - with AMIW_STRICT=1, deadline's flood cat is at least
+#     AMIW_MIN_SPEEDUP (2) times faster than elevator's: the issue's
+#     claim, which does not hold on this stack today (see bench/amiw.sh
+#     -v and the notes in tests/amiw/README).
+# AMIW_SCHEDS overrides the deadline entry (e.g.
+# "deadline:depth=1,fifo-batch=2").
+set -u
+
+srcdir=$(cd "$(dirname "$0")" && pwd)
+top_srcdir=${abs_top_srcdir:-$(cd "$srcdir/../.." && pwd)}
+top_builddir=${abs_top_builddir:-$top_srcdir}
+: "${FILTER:=$top_builddir/src/filter/.libs/nbdkit-deadline-filter.so}"
+: "${SLOWDISK:=$top_builddir/bench/slowdisk/.libs/nbdkit-slowdisk-plugin.so}"
+: "${AMIW_MAX_VS_ELEVATOR:=1.5}" "${AMIW_MIN_SPEEDUP:=2}" "${AMIW_STRICT:=0}"
+: "${AMIW_DEADLINE:=deadline}"
+export FILTER SLOWDISK
+
+skip () { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root"
+[ -c /dev/fuse ] || skip "no /dev/fuse"
+[ -e /dev/loop-control ] || skip "no loop devices"
+for p in nbdfuse fusermount3 losetup mkfs.ext4 md5sum; do
+    command -v $p >/dev/null || skip "$p not installed"
+done
+[ -f "$FILTER" ] || skip "filter not built: $FILTER"
+[ -f "$SLOWDISK" ] || skip "slowdisk plugin not built: $SLOWDISK"
+[ -d /usr/include/linux ] || skip "no /usr/include to copy"
+# Can we actually make a loop device here (containers often cannot)?
+probe=$(mktemp /tmp/amiw-probe.XXXXXX)
+truncate -s 1M "$probe"
+if dev=$(losetup -f --show "$probe" 2>/dev/null); then
+    losetup -d "$dev"; rm -f "$probe"
+else
+    rm -f "$probe"; skip "cannot attach a loop device"
+fi
+
+out=$(mktemp /tmp/amiw-table.XXXXXX)
+trap 'rm -f "$out"' EXIT
+"$top_srcdir/bench/amiw.sh" -r 1 -n 200 -f 128 -T 60 \
+    -s "$AMIW_DEADLINE elevator" -o "$out" -v
+rc=$?
+[ $rc = 0 ] || { echo "FAIL: bench/amiw.sh exited $rc"; exit 1; }
+
+# table rows: NAME idle flood flood/idle vs_deadline
+d=$(awk -v n="$AMIW_DEADLINE" '$1 == n { print $3 }' "$out")
+e=$(awk '$1 == "elevator" { print $3 }' "$out")
+[ -n "$d" ] && [ -n "$e" ] || { echo "FAIL: no table"; cat "$out"; exit 1; }
+echo "deadline flood cat ${d} s, elevator ${e} s"
+awk -v d="${d#>}" -v e="${e#>}" -v m="$AMIW_MAX_VS_ELEVATOR" \
+    'BEGIN { exit !(d <= m * e) }' ||
+    { echo "FAIL: deadline ($d s) slower than $AMIW_MAX_VS_ELEVATOR x elevator ($e s)"; exit 1; }
+if [ "$AMIW_STRICT" = 1 ]; then
+    awk -v d="${d#>}" -v e="${e#>}" -v k="$AMIW_MIN_SPEEDUP" \
+        'BEGIN { exit !(d * k <= e) }' ||
+        { echo "FAIL: deadline ($d s) not $AMIW_MIN_SPEEDUP x faster than elevator ($e s)"; exit 1; }
+fi
+echo "PASS"

@@ -94,13 +94,23 @@ sortq_first (struct dl_sched *s, enum dl_dir d)
   return RB_MIN (dl_sortq, &s->sort[d]);
 }
 
-/* The lowest unit starting at or after off. */
+/* The lowest unit starting at or after off.  (RB_NFIND would need a
+ * whole dl_req as its key; this descent needs only the offset.)
+ */
 struct dl_req *
 sortq_at_or_after (struct dl_sched *s, enum dl_dir d, uint64_t off)
 {
-  struct dl_req key = { .unit_offset = off, .seq = 0 };
+  struct dl_req *n = RB_ROOT (&s->sort[d]), *best = NULL;
 
-  return RB_NFIND (dl_sortq, &s->sort[d], &key);
+  while (n) {
+    if (n->unit_offset >= off) {
+      best = n;
+      n = RB_LEFT (n, sort_node);
+    }
+    else
+      n = RB_RIGHT (n, sort_node);
+  }
+  return best;
 }
 
 /* The highest unit starting strictly before off. */

@@ -6,7 +6,7 @@
 # Serves the same backing three ways (plain `nbdkit file`, the filter
 # with noop, the filter with deadline) and drives each with fio's nbd
 # engine: 64 KiB sequential read and write (MiB/s, depth 8), 4 KiB random
-# read IOPS at depth 32, and 4 KiB random read latency at depth 1 (mean,
+# read IOPS at depth 32, and 4 KiB random read latency at depth 1 (median
 # µs).  Each number is the median of RUNS runs; runs are interleaved
 # across the three servers so that drift hits all alike, and the page
 # cache is dropped before each run (plain nbdkit file reads through it;

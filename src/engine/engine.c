@@ -408,6 +408,21 @@ on_timer (struct ev_loop *loop, ev_timer *w, int revents)
   pump (w->data);
 }
 
+/* Periodic counters, only when something happened since the last. */
+static void
+on_stats (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  struct engine *e = w->data;
+  struct engine_stats st;
+
+  (void) loop; (void) revents;
+  engine_get_stats (e, &st);
+  if (st.completed != e->stats_last_completed) {
+    e->stats_last_completed = st.completed;
+    e->p.stats_cb (&st, e->p.stats_opaque);
+  }
+}
+
 static void *
 loop_thread (void *arg)
 {
@@ -433,6 +448,13 @@ engine_start (struct engine *e)
   ev_async_start (e->loop, &e->wake);
   ev_init (&e->sched_timer, on_timer);
   e->sched_timer.data = e;
+  if (e->p.stats_cb && e->p.stats_interval_ns) {
+    double t = e->p.stats_interval_ns / 1e9;
+    ev_timer_init (&e->stats_timer, on_stats, t, t);
+    e->stats_timer.data = e;
+    ev_timer_start (e->loop, &e->stats_timer);
+    /* It must not keep ev_run alive at shutdown: ev_break ends it. */
+  }
 
   if (e->p.dispatch == ENGINE_DIRECT) {
     r = direct_setup (e, err, sizeof err);

@@ -37,6 +37,7 @@ enum engine_dispatch { ENGINE_DIRECT = 0, ENGINE_NEXT };
 #define ENGINE_F_FAST_ZERO  (1u << 8)   /* NEXT only: fail rather than write */
 
 struct engine_req;
+struct engine_stats;
 
 /* ENGINE_NEXT: perform one request (r->op, r->offset, r->length,
  * r->flags, r->buf, r->ctx) through the layer below.  Called on a worker
@@ -53,6 +54,12 @@ struct engine_params {
   uint64_t max_bytes;           /* bytes in flight (a bigger unit still goes alone) */
   uint32_t align;               /* NEXT: granularity to give the core (1 if none) */
   uint64_t spin_ns;             /* DIRECT: poll the ring this long at low load (0 = never) */
+  /* Called on the loop thread every stats_interval_ns while requests
+   * flow (0 = never); must not block.
+   */
+  void (*stats_cb) (const struct engine_stats *st, void *opaque);
+  void *stats_opaque;
+  uint64_t stats_interval_ns;
   engine_perform_fn perform;    /* NEXT */
   void *perform_opaque;
 };

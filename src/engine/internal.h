@@ -42,6 +42,8 @@ struct engine {
   ev_async wake;
   ev_io ring_io;
   ev_timer sched_timer;
+  ev_timer stats_timer;
+  uint64_t stats_last_completed;
   uint32_t inflight;            /* units at the device */
   uint64_t inflight_bytes;
   uint32_t flushes_inflight;    /* flush units among them */

@@ -156,6 +156,16 @@ deadline_thread_model (void)
 
 static int perform_next (void *opaque, struct engine_req *r);
 
+/* Every 10 s while requests flow; nbdkit shows it with -v. */
+static void
+periodic_stats (const struct engine_stats *st, void *opaque)
+{
+  char buf[2048];
+
+  engine_format_stats (st, buf, sizeof buf);
+  nbdkit_debug ("deadline stats: %s", buf);
+}
+
 static int
 deadline_get_ready (int thread_model)
 {
@@ -175,6 +185,8 @@ deadline_get_ready (int thread_model)
   ep.align = 1;                 /* next: the layer below aligns for itself */
   ep.perform = perform_next;
   ep.perform_opaque = NULL;
+  ep.stats_cb = periodic_stats;
+  ep.stats_interval_ns = 10ull * 1000000000;
 
   engine = engine_new (&ep, err, sizeof err);
   if (engine == NULL && mode == ENGINE_DIRECT && params.dispatch == DISPATCH_AUTO &&

@@ -24,6 +24,9 @@ enum dl_state {
   DL_S_DONE,                    /* completed or drained */
 };
 
+/* Readers followed by anticipate.c; the least recently seen is replaced. */
+#define DL_STREAMS 64
+
 RB_HEAD (dl_sortq, dl_req);
 RB_HEAD (dl_busy, dl_req);
 RB_HEAD (dl_late, dl_req);
@@ -48,6 +51,24 @@ struct dl_sched {
   uint32_t starved;             /* read batches started while writes waited */
   uint64_t head_pos;            /* end of the last unit dispatched */
   uint64_t last_end[2];         /* ... and per direction */
+
+  /* anticipate.c: what dependent readers do, and the wait in force. */
+  struct dl_stream {
+    uint64_t id;                /* the dl_req stream; 0 = free slot */
+    uint64_t last_arrival_ns;   /* its last read's arrival */
+    uint64_t last_done_ns;      /* its last read's completion */
+    uint64_t last_end;          /* ... and where that read ended */
+    uint64_t think_ns;          /* mean completion -> next read (EWMA) */
+    uint64_t seek;              /* mean distance to the next read (EWMA) */
+    uint32_t dependent, overlapped; /* reads after / before a completion */
+  } streams[DL_STREAMS];
+  struct {
+    bool on;
+    uint64_t stream;            /* the reader waited for */
+    struct dl_req *unit;        /* its read at the device, or NULL */
+    uint64_t until;             /* end of the wait once that read is done */
+    bool counted;               /* the device has waited (stats) */
+  } antic;
 
   /* hazard.c: scratch space for releases. */
   struct dl_req **scratch;
@@ -164,6 +185,14 @@ void hazard_release (struct dl_sched *s, struct dl_req *done);
 /* select.c */
 struct dl_req *select_next (struct dl_sched *s, uint64_t now);
 void select_account (struct dl_sched *s, struct dl_req *u);
+
+/* anticipate.c */
+void antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now);
+void antic_read_dispatched (struct dl_sched *s, struct dl_req *u);
+void antic_read_done (struct dl_sched *s, struct dl_req *u, uint64_t now);
+bool antic_extends_batch (struct dl_sched *s);
+bool antic_hold (struct dl_sched *s, uint64_t now);
+uint64_t antic_timer (const struct dl_sched *s, uint64_t now);
 
 /* sched.c */
 void sched_queue (struct dl_sched *s, struct dl_req *u);

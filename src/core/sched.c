@@ -60,6 +60,8 @@ dl_sched_set_tunables (struct dl_sched *s, const struct dl_tunables *t,
    */
   if (t->policy != s->t.policy)
     s->batching = false;
+  if (t->anticipate_ns == 0)
+    s->antic.on = false;
   s->t = *t;
   return 0;
 }
@@ -125,6 +127,8 @@ dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns)
   }
 
   s->st.inserted[r->dir]++;
+  if (r->dir == DL_READ)
+    antic_read_arrived (s, r, now_ns);
   hazard_set_extent (s, r);
   if (hazard_blocked (s, r))
     hazard_hold (s, r);
@@ -148,6 +152,8 @@ dl_dispatch (struct dl_sched *s, uint64_t now_ns)
     unit_unlink (s, u);
     hazard_busy_add (s, u);     /* it still holds overlapping requests */
     select_account (s, u);
+    if (u->dir == DL_READ)
+      antic_read_dispatched (s, u);
     s->st.dispatched[u->dir]++;
     s->st.dispatched_bytes[u->dir] += u->unit_length;
   }
@@ -159,11 +165,12 @@ dl_dispatch (struct dl_sched *s, uint64_t now_ns)
 void
 dl_complete (struct dl_sched *s, struct dl_req *u, uint64_t now_ns)
 {
-  (void) now_ns;
   s->st.inflight--;
   u->state = DL_S_DONE;
   if (u->op == DL_OP_FLUSH)
     return;
+  if (u->dir == DL_READ)
+    antic_read_done (s, u, now_ns);
   hazard_busy_remove (s, u);
   hazard_release (s, u);
 }
@@ -207,7 +214,5 @@ dl_drain (struct dl_sched *s)
 uint64_t
 dl_next_timer (const struct dl_sched *s, uint64_t now_ns)
 {
-  (void) s;
-  (void) now_ns;
-  return 0;
+  return antic_timer (s, now_ns);
 }

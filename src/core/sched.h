@@ -26,7 +26,10 @@
  *   fifo.c    per-direction FIFO by arrival; deadlines (read/write_expire)
  *   merge.c   back and front merges, max_merge
  *   select.c  which unit goes next: batches, fifo_batch/seek_cost,
- *             writes_starved, expiries; and the noop/elevator policies
+ *             writes_starved, expiries, read preemption of write
+ *             batches; and the noop/elevator policies
+ *   anticipate.c  beyond the seed: waiting briefly for a dependent
+ *             reader's next read instead of starting a write batch
  *   hazard.c  overlapping requests never pass each other
  *   tunable.c every tunable, validated; duration and size parsers
  *   hist.c    a latency histogram for callers
@@ -74,6 +77,10 @@ struct dl_tunables {
   uint32_t writes_starved;      /* read batches while writes wait, default 2 */
   bool front_merges;            /* default true */
   uint64_t max_merge;           /* bytes per merged unit, default 1 MiB; 0 = no merging */
+  /* Beyond the seed (both off = the seed's behaviour): */
+  uint64_t anticipate_ns;       /* idle wait for a dependent reader; 0 = off */
+  bool preempt;                 /* a read may end a write batch early ... */
+  uint32_t preempt_min;         /* ... once it has spent this many cost units */
 };
 
 /* Counters.  Monotonic unless marked gauge. */
@@ -90,6 +97,10 @@ struct dl_stats {
   uint64_t starved_switches;    /* write batches forced while reads waited */
   uint64_t seeks;               /* dispatched units not contiguous with the last */
   uint64_t hazard_holds;        /* requests held behind an overlapping one */
+  uint64_t preemptions;         /* write batches ended early by a read */
+  uint64_t antic_waits;         /* read batches kept open for a reader */
+  uint64_t antic_hits;          /* ... whose next read came in time */
+  uint64_t antic_misses;        /* ... that timed out */
   uint64_t queued[2];           /* gauge: units waiting in the sorted queues */
   uint64_t queued_flushes;      /* gauge: flush units waiting */
   uint64_t held;                /* gauge: units held by hazards */

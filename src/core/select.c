@@ -25,6 +25,10 @@
  *      the oldest is mq-deadline's fix.  Otherwise the sweep continues
  *      from where the last batch of this direction stopped.
  *
+ * Beyond the seed, both off by default: a read may preempt a write
+ * batch (continue_batch), and a read batch may wait for a dependent
+ * reader instead of ending (anticipate.c).
+ *
  * The comparison policies use the same queues: noop serves units in
  * arrival order, elevator sweeps one C-LOOK over both directions with no
  * deadline at all (the behaviour the seed shows starving reads).
@@ -33,13 +37,26 @@
 
 #include "sched-internal.h"
 
-/* Rule 1. */
+/* Rule 1, and read preemption (beyond the seed): a read arriving during
+ * a write batch ends it once the batch has spent preempt_min cost units,
+ * so that writes still progress and writes_starved still counts batches.
+ */
 static struct dl_req *
 continue_batch (struct dl_sched *s)
 {
+  struct dl_req *u;
+
   if (!s->batching || s->batch_cost >= s->t.fifo_batch)
     return NULL;
-  return sortq_at_or_after (s, s->batch_dir, s->last_end[s->batch_dir]);
+  if (s->batch_dir == DL_WRITE && s->t.preempt &&
+      s->batch_cost >= s->t.preempt_min && !sortq_empty (s, DL_READ)) {
+    s->st.preemptions++;
+    return NULL;
+  }
+  u = sortq_at_or_after (s, s->batch_dir, s->last_end[s->batch_dir]);
+  if (u == NULL && s->batch_dir == DL_READ && antic_extends_batch (s))
+    u = fifo_oldest (s, DL_READ); /* a dependent reader's next read */
+  return u;
 }
 
 /* Rules 2 and 3: the direction of a new batch. */
@@ -85,6 +102,8 @@ deadline_next (struct dl_sched *s, uint64_t now)
 
   if (u)
     return u;
+  if (antic_hold (s, now))
+    return NULL;                /* anticipate.c: the reader will be back */
   s->batching = false;
   if (sortq_empty (s, DL_READ) && sortq_empty (s, DL_WRITE))
     return NULL;

@@ -22,10 +22,12 @@
 #define MAX_EXPIRE (3600 * SEC)       /* an hour: beyond it, a typo */
 #define MAX_COUNT 1000000
 #define MAX_MERGE_LIMIT (64ULL << 20) /* the largest unit a buffer holds */
+#define MAX_ANTICIPATE SEC            /* longer, and the disk just idles */
 
 const char *const dl_tunable_names[] = {
   "scheduler", "read_expire", "write_expire", "fifo_batch", "seek_cost",
-  "writes_starved", "front_merges", "max_merge", NULL
+  "writes_starved", "front_merges", "max_merge", "anticipate", "preempt",
+  "preempt_min", NULL
 };
 
 void
@@ -39,6 +41,9 @@ dl_tunables_default (struct dl_tunables *t)
   t->writes_starved = 2;
   t->front_merges = true;
   t->max_merge = 1 << 20;
+  t->anticipate_ns = 0;
+  t->preempt = false;
+  t->preempt_min = 32;           /* a seek, then some contiguous work */
 }
 
 static int
@@ -72,6 +77,10 @@ dl_tunables_validate (const struct dl_tunables *t, char *err, size_t errlen)
     return fail (err, errlen, "writes_starved: must be at most %d", MAX_COUNT);
   if (t->max_merge > MAX_MERGE_LIMIT)
     return fail (err, errlen, "max_merge: must be at most 64M (0 = no merging)");
+  if (t->anticipate_ns > MAX_ANTICIPATE)
+    return fail (err, errlen, "anticipate: must be at most 1s (0 = off)");
+  if (t->preempt_min > MAX_COUNT)
+    return fail (err, errlen, "preempt_min: must be at most %d", MAX_COUNT);
   return 0;
 }
 
@@ -247,25 +256,29 @@ dl_tunable_set (struct dl_tunables *t, const char *key, const char *value,
       return fail (err, errlen,
                    "scheduler: '%s' is not deadline, noop or elevator", value);
   }
-  else if (key_is (key, "read_expire") || key_is (key, "write_expire")) {
+  else if (key_is (key, "read_expire") || key_is (key, "write_expire") ||
+           key_is (key, "anticipate")) {
     uint64_t *p = key_is (key, "read_expire") ? &n.read_expire_ns
-                                              : &n.write_expire_ns;
+                : key_is (key, "write_expire") ? &n.write_expire_ns
+                : &n.anticipate_ns;
     if (dl_parse_duration (value, p) != 0)
       return fail (err, errlen,
                    "%s: '%s' is not a duration (e.g. 500ms, 5s, 250us)",
                    key, value);
   }
   else if (key_is (key, "fifo_batch") || key_is (key, "seek_cost") ||
-           key_is (key, "writes_starved")) {
+           key_is (key, "writes_starved") || key_is (key, "preempt_min")) {
     uint32_t *p = key_is (key, "fifo_batch") ? &n.fifo_batch
                 : key_is (key, "seek_cost") ? &n.seek_cost
-                : &n.writes_starved;
+                : key_is (key, "writes_starved") ? &n.writes_starved
+                : &n.preempt_min;
     if (parse_count (value, p) != 0)
       return fail (err, errlen, "%s: '%s' is not a whole number", key, value);
   }
-  else if (key_is (key, "front_merges")) {
-    if (parse_bool (value, &n.front_merges) != 0)
-      return fail (err, errlen, "front_merges: '%s' is not on or off", value);
+  else if (key_is (key, "front_merges") || key_is (key, "preempt")) {
+    bool *p = key_is (key, "preempt") ? &n.preempt : &n.front_merges;
+    if (parse_bool (value, p) != 0)
+      return fail (err, errlen, "%s: '%s' is not on or off", key, value);
   }
   else if (key_is (key, "max_merge")) {
     if (dl_parse_size (value, &n.max_merge) != 0)
@@ -325,6 +338,12 @@ dl_tunable_get (const struct dl_tunables *t, const char *key,
     snprintf (buf, len, "%" PRIu32, t->writes_starved);
   else if (key_is (key, "front_merges"))
     snprintf (buf, len, "%s", t->front_merges ? "on" : "off");
+  else if (key_is (key, "anticipate"))
+    format_duration (t->anticipate_ns, buf, len);
+  else if (key_is (key, "preempt"))
+    snprintf (buf, len, "%s", t->preempt ? "on" : "off");
+  else if (key_is (key, "preempt_min"))
+    snprintf (buf, len, "%" PRIu32, t->preempt_min);
   else if (key_is (key, "max_merge"))
     format_size (t->max_merge, buf, len);
   else

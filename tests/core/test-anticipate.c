@@ -1,0 +1,245 @@
+/* Rule (beyond the seed: anticipation, anticipate.c): after a dependent
+ * reader's read completes, a read batch with budget left waits up to
+ * `anticipate` for its next read instead of ending and letting a write
+ * batch in; the next read ends the wait at once and continues the
+ * batch.  Readers that do not pay (long think time, far away, several
+ * reads in flight, unknown stream) never make the device wait, and an
+ * expired write ends any wait.  anticipate = 0 is the seed.
+ */
+#include "testlib.h"
+
+#define READER 7                /* the stream of the dependent reader */
+
+static struct dl_req *
+read_from (struct dl_sched *s, uint64_t stream, uint64_t offset)
+{
+  struct dl_req *r = mkreq (DL_OP_READ, offset, 4 * KiB, 0);
+
+  r->stream = stream;
+  dl_insert (s, r, now);
+  return r;
+}
+
+/* Writes far from the reader, enough for several batches. */
+static void
+flood (struct dl_sched *s, int n)
+{
+  int i;
+
+  for (i = 0; i < n; i++)
+    ins (s, DL_OP_WRITE, (1ULL << 40) + (uint64_t) i * (1 << 20), 4 * KiB);
+}
+
+/* The reader reads, the device serves it in 1 ms: returns the unit. */
+static struct dl_req *
+serve_read (struct dl_sched *s, uint64_t offset, uint64_t stream)
+{
+  struct dl_req *u;
+
+  read_from (s, stream, offset);
+  u = dl_dispatch (s, now);
+  REQUIRE (u != NULL);
+  CHECK_EQ (u->op, DL_OP_READ);
+  now += 1 * MS;
+  dl_complete (s, u, now);
+  return u;
+}
+
+/* Dispatch and complete up to n units, or until the core waits. */
+static void
+serve_some (struct dl_sched *s, int n)
+{
+  struct dl_req *u;
+
+  while (n-- > 0 && (u = dl_dispatch (s, now)) != NULL)
+    dl_complete (s, u, now);
+}
+
+int
+main (void)
+{
+  struct dl_tunables t;
+  struct dl_sched *s;
+  struct dl_req *u;
+  uint64_t batches;
+  int i;
+
+  /* anticipate = 0 (the seed): the write batch starts at once. */
+  dl_tunables_default (&t);
+  CHECK_EQ (t.anticipate_ns, 0);
+  now = 1000 * MS;
+  s = mksched (&t, 1);
+  flood (s, 8);
+  serve_read (s, 0, READER);
+  u = dl_dispatch (s, now);
+  REQUIRE (u != NULL);
+  CHECK_EQ (u->op, DL_OP_WRITE);
+  CHECK_EQ (dl_next_timer (s, now), 0);
+  dl_complete (s, u, now);
+  finish (s);
+
+  /* anticipate = 5 ms: the device waits; the next read ends the wait
+   * and belongs to the same read batch.
+   */
+  t.anticipate_ns = 5 * MS;
+  s = mksched (&t, 1);
+  flood (s, 8);
+  serve_read (s, 0, READER);
+  batches = stats (s).batches[DL_READ];
+  CHECK (dl_dispatch (s, now) == NULL);
+  CHECK_EQ (dl_next_timer (s, now), now + 5 * MS);
+  CHECK_EQ (stats (s).antic_waits, 1);
+  now += 1 * MS;                /* the reader thinks for 1 ms */
+  CHECK (dl_dispatch (s, now) == NULL);
+  read_from (s, READER, 8 * KiB);
+  u = dl_dispatch (s, now);
+  REQUIRE (u != NULL);
+  CHECK_EQ (u->op, DL_OP_READ);
+  CHECK_EQ (u->offset, 8 * KiB);
+  CHECK_EQ (stats (s).batches[DL_READ], batches);
+  CHECK_EQ (stats (s).antic_hits, 1);
+  now += 1 * MS;
+  dl_complete (s, u, now);
+
+  /* The reader does not come back: at the timer, the writes go. */
+  CHECK (dl_dispatch (s, now) == NULL);
+  now = dl_next_timer (s, now);
+  u = dl_dispatch (s, now);
+  REQUIRE (u != NULL);
+  CHECK_EQ (u->op, DL_OP_WRITE);
+  CHECK_EQ (stats (s).antic_misses, 1);
+  dl_complete (s, u, now);
+  finish (s);
+
+  /* A reader that thinks longer than anticipate stops being waited for
+   * once its pattern is known.
+   */
+  s = mksched (&t, 1);
+  flood (s, 64);
+  for (i = 0; i < 4; i++) {
+    serve_read (s, (uint64_t) i * 8 * KiB, READER);
+    /* The device does a few writes meanwhile; the reader takes 20 ms. */
+    serve_some (s, 4);
+    now += 20 * MS;
+  }
+  serve_read (s, 64 * KiB, READER);
+  u = dl_dispatch (s, now);
+  REQUIRE (u != NULL);
+  CHECK_EQ (u->op, DL_OP_WRITE);
+  dl_complete (s, u, now);
+  finish (s);
+
+  /* A reader far away each time is random: not waited for either. */
+  s = mksched (&t, 1);
+  flood (s, 64);
+  for (i = 0; i < 4; i++) {
+    serve_read (s, (uint64_t) i * (512ULL << 20), READER);
+    serve_some (s, 4);
+    now += 1 * MS;
+  }
+  serve_read (s, 4 * (512ULL << 20), READER);
+  u = dl_dispatch (s, now);
+  REQUIRE (u != NULL);
+  CHECK_EQ (u->op, DL_OP_WRITE);
+  dl_complete (s, u, now);
+  finish (s);
+
+  /* Requests of unknown origin (stream 0) never make the device wait. */
+  s = mksched (&t, 1);
+  flood (s, 8);
+  serve_read (s, 0, 0);
+  u = dl_dispatch (s, now);
+  REQUIRE (u != NULL);
+  CHECK_EQ (u->op, DL_OP_WRITE);
+  dl_complete (s, u, now);
+  finish (s);
+
+  /* An expired write ends the wait: deadlines come first. */
+  t.write_expire_ns = 100 * MS;
+  s = mksched (&t, 1);
+  flood (s, 8);
+  now += 99 * MS;
+  serve_read (s, 0, READER);    /* completes at +100 ms: writes expired */
+  u = dl_dispatch (s, now);
+  REQUIRE (u != NULL);
+  CHECK_EQ (u->op, DL_OP_WRITE);
+  dl_complete (s, u, now);
+  finish (s);
+  t.write_expire_ns = 5000 * MS;
+
+  /* Writes still progress under a reader that always comes back in
+   * time.  A small event simulation: a device of depth 1 takes 1 ms a
+   * unit; the reader issues its next read 0.1 ms after the previous one
+   * completed.  The read batch ends when its budget is spent, and no
+   * more than writes_starved read batches start while writes wait.
+   */
+  s = mksched (&t, 1);
+  flood (s, 256);
+  {
+    struct dl_req *busy = NULL;
+    uint64_t busy_until = 0, reader_at = now, rb = 0, wb = 0;
+    int reads = 0, run = 0, max_run = 0;
+
+    while (reads < 400 || busy) {
+      uint64_t next = UINT64_MAX, timer;
+      struct dl_stats st;
+
+      if (busy && busy_until <= now) {
+        dl_complete (s, busy, now);
+        if (busy->op == DL_OP_READ)
+          reader_at = now + 100000;
+        busy = NULL;
+      }
+      if (reader_at <= now && reads < 400) {
+        read_from (s, READER, (uint64_t) reads++ * 64 * KiB); /* a seek each */
+        reader_at = UINT64_MAX;
+      }
+      if (busy == NULL && (busy = dl_dispatch (s, now)) != NULL) {
+        busy_until = now + 1 * MS;
+        st = stats (s);
+        if (st.batches[DL_WRITE] != wb)
+          run = 0;
+        else if (st.batches[DL_READ] != rb && st.queued[DL_WRITE] > 0)
+          run++;
+        if (run > max_run)
+          max_run = run;
+        rb = st.batches[DL_READ];
+        wb = st.batches[DL_WRITE];
+      }
+      /* Advance to the next event. */
+      if (busy)
+        next = busy_until;
+      if (reader_at < next)
+        next = reader_at;
+      timer = dl_next_timer (s, now);
+      if (timer && timer < next)
+        next = timer;
+      if (next == UINT64_MAX)
+        break;
+      if (next > now)
+        now = next;
+    }
+    printf ("read batches %" PRIu64 ", write batches %" PRIu64
+            ", longest read run %d, hits %" PRIu64 ", misses %" PRIu64 "\n",
+            rb, wb, max_run, stats (s).antic_hits, stats (s).antic_misses);
+    CHECK (wb >= 20);
+    CHECK (max_run <= (int) t.writes_starved);
+    CHECK (stats (s).antic_hits > 100);
+  }
+  finish (s);
+
+  /* Switching it off at run time ends a wait at once. */
+  s = mksched (&t, 1);
+  flood (s, 8);
+  serve_read (s, 0, READER);
+  CHECK (dl_dispatch (s, now) == NULL);
+  t.anticipate_ns = 0;
+  CHECK_EQ (dl_sched_set_tunables (s, &t, NULL, 0), 0);
+  u = dl_dispatch (s, now);
+  REQUIRE (u != NULL);
+  CHECK_EQ (u->op, DL_OP_WRITE);
+  dl_complete (s, u, now);
+  finish (s);
+
+  return test_result ("anticipate");
+}

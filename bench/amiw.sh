@@ -43,6 +43,8 @@
 # extra filter parameters, -B N the kernel FUSE max_background of the
 # upper nbdfuse (kernel default 12; nbdfuse itself runs at most 10
 # libfuse threads, which no option raises).
+# -W dd|dbench|both: the flood (default dd; dbench runs "dbench 4" from
+# /usr/share/dbench/client.txt in a directory of the same filesystem).
 # Env: FILTER, SLOWDISK (the .so files), SLOWDISK_ARGS (model keys,
 # default "size=4G"), MOUNT_OPTS (ext4 mount options).  Needs root,
 # /dev/fuse, loop devices.  The defaults take about 10 minutes.
@@ -50,15 +52,15 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 RUNS=3 SCHEDS="deadline elevator noop plain" NFILES=500 FLOOD_MB=256
-DEPTH= CAT_TIMEOUT=90 KEEP=0 VERBOSE=0 OUT= EXTRA= FUSE_BG=
-while getopts "r:s:n:f:d:T:qLkvo:x:B:" o; do
+DEPTH= CAT_TIMEOUT=90 KEEP=0 VERBOSE=0 OUT= EXTRA= FUSE_BG= FLOOD=dd
+while getopts "r:s:n:f:d:T:qLkvo:x:B:W:" o; do
     case $o in
         r) RUNS=$OPTARG ;; s) SCHEDS=$OPTARG ;; n) NFILES=$OPTARG ;;
         f) FLOOD_MB=$OPTARG ;; d) DEPTH=$OPTARG ;; T) CAT_TIMEOUT=$OPTARG ;;
         q) RUNS=1 NFILES=300 CAT_TIMEOUT=60 ;;
         L) NFILES=2000 CAT_TIMEOUT=300 ;; k) KEEP=1 ;; v) VERBOSE=1 ;;
         o) OUT=$OPTARG ;; x) EXTRA=$OPTARG ;;
-        B) FUSE_BG=$OPTARG ;;
+        B) FUSE_BG=$OPTARG ;; W) FLOOD=$OPTARG ;;
         *) sed -n '2,48p' "$0" >&2; exit 2 ;;
     esac
 done
@@ -86,6 +88,12 @@ die () { echo "amiw: $*" >&2; exit 1; }
 for p in nbdfuse fusermount3 losetup mkfs.ext4 timeout md5sum; do
     command -v $p >/dev/null || die "$p not found"
 done
+case $FLOOD in
+    dd) ;;
+    dbench|both) command -v dbench >/dev/null && [ -f /usr/share/dbench/client.txt ] ||
+                     die "dbench not installed (apt-get install dbench)" ;;
+    *) die "-W: dd, dbench or both" ;;
+esac
 [ -c /dev/fuse ] || die "/dev/fuse missing"
 FUSECTL_MOUNTED=0
 if ! mountpoint -q /sys/fs/fuse/connections; then
@@ -113,9 +121,11 @@ kill_wait ()    # PID: TERM, then KILL after 10 s; only our own children
 
 flood_stop ()
 {
-    local kids
+    local kids k
     [ -n "$FLOOD_PID" ] || return 0
-    kids=$(pgrep -P "$FLOOD_PID" || true)          # its dd
+    # its dd or dbench, and dbench's client processes
+    kids=$(pgrep -P "$FLOOD_PID" || true)
+    for k in $kids; do kids="$kids $(pgrep -P "$k" || true)"; done
     kill "$FLOOD_PID" 2>/dev/null || true
     # shellcheck disable=SC2086
     [ -n "$kids" ] && kill $kids 2>/dev/null || true
@@ -288,10 +298,18 @@ depths ()          # FILE: mean/max of each column
 
 flood_start ()
 {
-    ( while :; do
-          dd if=/dev/zero of="$tmp/m3/flood" bs=1M count="$FLOOD_MB" \
-             conv=notrunc,fsync status=none || exit 0
-      done ) &
+    ( if [ "$FLOOD" != dd ]; then
+          mkdir -p "$tmp/m3/dbench"
+          dbench -D "$tmp/m3/dbench" -t 3600 \
+              -c /usr/share/dbench/client.txt 4 > "$tmp/dbench.log" 2>&1 &
+      fi
+      if [ "$FLOOD" != dbench ]; then
+          while :; do
+              dd if=/dev/zero of="$tmp/m3/flood" bs=1M count="$FLOOD_MB" \
+                 conv=notrunc,fsync status=none || break
+          done
+      fi
+      wait ) &
     FLOOD_PID=$!
 }
 
@@ -371,7 +389,7 @@ table ()
             "$(awk -v a="${mf#>}" -v b="${mi#>}" 'BEGIN{printf "%.1fx", a/b}')" \
             "$( [ -n "$ref" ] && awk -v a="${mf#>}" -v b="${ref#>}" 'BEGIN{printf "%.1fx", a/b}' || echo -)"
     done
-    echo "(medians of $RUNS runs; $nfiles files, $kib KiB; flood: dd ${FLOOD_MB} MiB conv=fsync in a loop; slowdisk $SLOWDISK_ARGS${DEPTH:+; deadline-depth=$DEPTH})"
+    echo "(medians of $RUNS runs; $nfiles files, $kib KiB; flood: $FLOOD (dd ${FLOOD_MB} MiB conv=fsync in a loop; dbench 4); slowdisk $SLOWDISK_ARGS${DEPTH:+; deadline-depth=$DEPTH})"
     echo "raw (s): $(for s in $SCHEDS; do printf '%s idle[%s] flood[%s]; ' "$s" "${idle[$s]% }" "${flood[$s]% }"; done)"
 }
 

@@ -46,7 +46,9 @@
 # -W dd|dbench|both: the flood (default dd; dbench runs "dbench 4" from
 # /usr/share/dbench/client.txt in a directory of the same filesystem).
 # Env: FILTER, SLOWDISK (the .so files), SLOWDISK_ARGS (model keys,
-# default "size=4G"), MOUNT_OPTS (ext4 mount options).  Needs root,
+# default "size=4G"), MOUNT_OPTS (ext4 mount options), PRE_FILTERS
+# (nbdkit arguments put before the scheduler, e.g. "--filter=X.so k=v",
+# for experiments with filters above it).  Needs root,
 # /dev/fuse, loop devices.  The defaults take about 10 minutes.
 set -euo pipefail
 
@@ -198,11 +200,14 @@ stack_up ()
     [ "$(cat /sys/block/"${LOOP1#/dev/}"/loop/dio)" = 1 ] || die "$LOOP1: direct I/O not enabled"
     echo none > /sys/block/"${LOOP1#/dev/}"/queue/scheduler
 
+    args=()
+    # shellcheck disable=SC2206
+    [ -n "${PRE_FILTERS:-}" ] && args=($PRE_FILTERS)
     if [ "$sched" = plain ]; then
-        args=(file "$LOOP1")
+        args+=(file "$LOOP1")
     else
         # NAME:k=v,k=v -> deadline-scheduler=NAME deadline-k=v ...
-        args=(--filter="$FILTER" file "$LOOP1" deadline-scheduler="${sched%%:*}")
+        args+=(--filter="$FILTER" file "$LOOP1" deadline-scheduler="${sched%%:*}")
         [ -n "$DEPTH" ] && args+=(deadline-depth="$DEPTH")
         if [ "$sched" != "${sched#*:}" ]; then
             local kv

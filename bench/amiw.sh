@@ -3,7 +3,8 @@
 #
 #   sudo bench/amiw.sh [-r RUNS] [-s "deadline elevator noop plain"]
 #                      [-n FILES] [-f FLOOD_MB] [-d DEPTH] [-T CAT_TIMEOUT]
-#                      [-x "k=v ..."] [-B N] [-q|-L] [-k] [-v] [-o FILE]
+#                      [-x "k=v ..."] [-B N] [-W dd|dbench|both] [-q|-L]
+#                      [-k] [-v] [-o FILE]
 #
 # The stack, rebuilt for every scheduler (the data stays in a tmpfs
 # file, so every scheduler sees the same filesystem layout):
@@ -17,11 +18,13 @@
 #
 # Once: mkfs.ext4, copy FILES small files (a sorted subset of
 # /usr/include) and write the flood file.  Then for each run and each
-# scheduler (interleaved, so drift hits all alike): drop caches, time
-# `cat` of every file on the idle disk; drop caches, start the write
+# scheduler (interleaved, so drift hits all alike), each on a freshly
+# started stack: drop caches, time `cat` of every file on the idle
+# disk; restart the stack, drop caches, start the write
 # flood (a loop of buffered `dd conv=notrunc,fsync` rewriting FLOOD_MB
 # of one file), wait 2 s, time `cat` of every file again (capped at
-# CAT_TIMEOUT s, then reported as ">T"), stop the flood and sync.
+# CAT_TIMEOUT s, then reported as ">T"), check every file's md5 against
+# the original, stop the flood and sync.
 #
 # Prints the medians side by side and the ratios to the first deadline
 # entry; with -v also where requests waited during the last flood cat of
@@ -35,10 +38,10 @@
 # and plain (nbdkit file, no filter); NAME:k=v,k=v adds deadline-k=v,
 # e.g. "deadline:depth=1,fifo-batch=2".
 #
-# Options: -r runs (3), -s schedulers, -n files (500), -f flood MiB
+# Options: -r runs (3), -s schedulers, -n files (300), -f flood MiB
 # (256), -d deadline-depth for every filter entry, -T cat timeout (90),
-# -q quick (1 run, 300 files, timeout 60), -L long (2000 files, timeout
-# 300; about 4x the time), -k keep the work directory, -v print where
+# -q quick (1 run, 200 files, timeout 60), -L long (2000 files, timeout
+# 300; about 6x the time), -k keep the work directory, -v print where
 # requests waited, -o FILE also write the table there, -x "k=v ..."
 # extra filter parameters, -B N the kernel FUSE max_background of the
 # upper nbdfuse (kernel default 12; nbdfuse itself runs at most 10
@@ -53,17 +56,17 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-RUNS=3 SCHEDS="deadline elevator noop plain" NFILES=500 FLOOD_MB=256
+RUNS=3 SCHEDS="deadline elevator noop plain" NFILES=300 FLOOD_MB=256
 DEPTH= CAT_TIMEOUT=90 KEEP=0 VERBOSE=0 OUT= EXTRA= FUSE_BG= FLOOD=dd
 while getopts "r:s:n:f:d:T:qLkvo:x:B:W:" o; do
     case $o in
         r) RUNS=$OPTARG ;; s) SCHEDS=$OPTARG ;; n) NFILES=$OPTARG ;;
         f) FLOOD_MB=$OPTARG ;; d) DEPTH=$OPTARG ;; T) CAT_TIMEOUT=$OPTARG ;;
-        q) RUNS=1 NFILES=300 CAT_TIMEOUT=60 ;;
+        q) RUNS=1 NFILES=200 CAT_TIMEOUT=60 ;;
         L) NFILES=2000 CAT_TIMEOUT=300 ;; k) KEEP=1 ;; v) VERBOSE=1 ;;
         o) OUT=$OPTARG ;; x) EXTRA=$OPTARG ;;
         B) FUSE_BG=$OPTARG ;; W) FLOOD=$OPTARG ;;
-        *) sed -n '2,48p' "$0" >&2; exit 2 ;;
+        *) sed -n '2,/^set -euo/p' "$0" | grep '^#' >&2; exit 2 ;;
     esac
 done
 : "${SLOWDISK_ARGS:=size=4G}"

@@ -4,11 +4,14 @@
  * untouched disk costs nothing and reads of it return zeroes), or in a
  * file (file=PATH, e.g. on tmpfs, so that it outlives the process):
  * what is written is what is read back.  Time is what the plugin fakes: every
- * request waits for "the head" (one request at a time, strictly in
- * arrival order, like a disk without command queueing) and then holds it
+ * request waits for "the head" (one request at a time, in arrival order
+ * like a disk without command queueing, except that a waiter starting
+ * exactly where the head is goes first: stream=on) and then holds it
  * for
  *
  *   seek      0 if the request starts where the previous one ended,
+ *             or if it starts less than a revolution's worth of sectors
+ *             ahead (then the head waits for those sectors to pass),
  *             else settle + (seek_ms - settle) * sqrt(distance / size)
  *   rotation  0 if contiguous, else a deterministic pseudo-random
  *             fraction of one revolution (60000 / rpm ms)

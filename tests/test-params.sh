@@ -17,6 +17,7 @@ settings ()
 line=$(settings)
 for kv in scheduler=deadline read_expire=500ms write_expire=5s fifo_batch=64 \
           seek_cost=16 writes_starved=2 front_merges=on max_merge=1M depth=4 \
+          anticipate=0s preempt=off preempt_min=32 \
           max_inflight=0 dispatch=auto; do
     case " $line " in
         *" $kv "*) ;;
@@ -36,6 +37,9 @@ valid=(
   "writes-starved 4 writes_starved=4"
   "front-merges off front_merges=off"
   "max-merge 256k max_merge=256k"
+  "anticipate 2ms anticipate=2ms"
+  "preempt on preempt=on"
+  "preempt-min 8 preempt_min=8"
   "depth 32 depth=32"
   "max-inflight 16M max_inflight=16777216"
   "dispatch next dispatch=next"
@@ -59,6 +63,9 @@ invalid=(
   writes-starved=many
   front-merges=maybe
   max-merge=1Q
+  anticipate=x
+  preempt=maybe
+  preempt-min=-1
   depth=0 depth=5000 depth=two
   max-inflight=1 max-inflight=lots
   dispatch=sideways
@@ -89,7 +96,7 @@ fi
 # --help documents every parameter.
 help=$($NBDKIT --filter="$FILTER" memory --help 2>&1)
 for p in scheduler read-expire write-expire fifo-batch seek-cost writes-starved \
-         front-merges max-merge depth max-inflight dispatch; do
+         front-merges max-merge anticipate preempt preempt-min depth max-inflight dispatch; do
     [[ "$help" == *"deadline-$p="* ]] || { echo "FAIL: --help lacks deadline-$p"; fails=$((fails+1)); }
 done
 

@@ -340,7 +340,8 @@ on_wake (struct ev_loop *loop, ev_async *w, int revents)
   (void) loop; (void) revents;
   pthread_mutex_lock (&e->lock);
   in = e->inbox_head;
-  e->inbox_head = e->inbox_tail = NULL;
+  __atomic_store_n (&e->inbox_head, NULL, __ATOMIC_RELAXED);
+  e->inbox_tail = NULL;
   done = e->done_head;
   e->done_head = NULL;
   stopping = e->stopping;
@@ -506,8 +507,8 @@ enqueue (struct engine *e, struct engine_req *r)
     return -ESHUTDOWN;
   }
   first = e->inbox_head == NULL;
-  if (first)
-    e->inbox_head = r;
+  if (first)                    /* atomic: poll_briefly peeks without the lock */
+    __atomic_store_n (&e->inbox_head, r, __ATOMIC_RELAXED);
   else
     e->inbox_tail->inbox_next = r;
   e->inbox_tail = r;

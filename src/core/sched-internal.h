@@ -183,7 +183,10 @@ void hazard_hold (struct dl_sched *s, struct dl_req *u);
 void hazard_release (struct dl_sched *s, struct dl_req *done);
 
 /* select.c */
+#define DL_COST_BYTES (128 * 1024)  /* a request of the seed's time */
 struct dl_req *select_next (struct dl_sched *s, uint64_t now);
+uint64_t select_unit_cost (const struct dl_sched *s, const struct dl_req *u,
+                           bool contiguous);
 void select_account (struct dl_sched *s, struct dl_req *u);
 
 /* anticipate.c */

@@ -13,7 +13,8 @@
  *   1. A batch in progress continues along the sorted queue of its
  *      direction, ascending, until it has spent fifo_batch cost units:
  *      a unit contiguous with the previous one costs 1, a seek costs
- *      seek_cost.  (The seed's dispatch list.)
+ *      seek_cost, and a large merged unit 1 more per 128 KiB
+ *      (select_unit_cost).  (The seed's dispatch list.)
  *   2. Otherwise a new batch.  Writes if they have been starved for
  *      writes_starved read batches, or if the oldest write has passed
  *      write_expire (mq-deadline's write deadline; 0 turns it off, as
@@ -170,6 +171,24 @@ select_next (struct dl_sched *s, uint64_t now)
   }
 }
 
+/* What a unit costs its batch.  The seed counted requests: 1 if
+ * contiguous with the previous one, seek_cost if not.  Its requests
+ * carried at most about 128 KiB, so a batch of 64 moved a few MiB.
+ * Ours merge up to max_merge (1 MiB): counted as 1, a batch of
+ * contiguous writes would move 64 MiB, most of a second on a disk, and
+ * a read arriving meanwhile would wait all of it.  So a unit also costs
+ * 1 for every further DL_COST_BYTES it carries, which keeps a batch as
+ * long in time as the seed's.
+ */
+uint64_t
+select_unit_cost (const struct dl_sched *s, const struct dl_req *u,
+                  bool contiguous)
+{
+  uint64_t extra = u->unit_length ? (u->unit_length - 1) / DL_COST_BYTES : 0;
+
+  return (contiguous ? 1 : s->t.seek_cost) + extra;
+}
+
 /* The cost of a dispatched unit, and where the head is now. */
 void
 select_account (struct dl_sched *s, struct dl_req *u)
@@ -178,8 +197,11 @@ select_account (struct dl_sched *s, struct dl_req *u)
 
   if (!contiguous)
     s->st.seeks++;
-  if (s->batching && u->dir == s->batch_dir)
-    s->batch_cost += contiguous ? 1 : s->t.seek_cost;
+  if (s->batching && u->dir == s->batch_dir) {
+    uint64_t c = select_unit_cost (s, u, contiguous);
+    s->batch_cost = c > UINT32_MAX - s->batch_cost ? UINT32_MAX
+                                                   : s->batch_cost + (uint32_t) c;
+  }
   s->head_pos = dl_end (u);
   s->last_end[u->dir] = dl_end (u);
 }

@@ -240,7 +240,9 @@ check_deadline (struct model *m, struct dl_req *u, const struct dl_stats *a,
 {
   int d = dir_of (u->op);
   uint64_t nb = (b->batches[0] + b->batches[1]) - (a->batches[0] + a->batches[1]);
-  uint64_t cost = u->unit_offset == m->head_pos ? 1 : m->t.seek_cost;
+  /* 1 if contiguous, else seek_cost; plus 1 per further 128 KiB. */
+  uint64_t cost = (u->unit_offset == m->head_pos ? 1 : m->t.seek_cost) +
+    (u->unit_length ? (u->unit_length - 1) / (128 * 1024) : 0);
 
   FAIL_IF (nb > 1, "two batches started by one dispatch");
   if (nb == 0) {

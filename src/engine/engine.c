@@ -655,7 +655,9 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 " flushes=%" PRIu64 " merged_back=%" PRIu64
                 " merged_front=%" PRIu64 " batches=%" PRIu64 "/%" PRIu64
                 " expired=%" PRIu64 "/%" PRIu64 " starved=%" PRIu64
-                " seeks=%" PRIu64 " hazard_holds=%" PRIu64 " rmw=%" PRIu64
+                " seeks=%" PRIu64 " hazard_holds=%" PRIu64
+                " preemptions=%" PRIu64 " antic=%" PRIu64 "/%" PRIu64 "/%" PRIu64
+                " rmw=%" PRIu64
                 " short_io=%" PRIu64 " zero_fallback=%" PRIu64
                 " inflight_max=%" PRIu64 " waiting_max=%" PRIu64,
                 st->completed, st->failed, st->units, st->unit_members,
@@ -665,7 +667,9 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 st->sched.batches[DL_READ], st->sched.batches[DL_WRITE],
                 st->sched.expired[DL_READ], st->sched.expired[DL_WRITE],
                 st->sched.starved_switches, st->sched.seeks,
-                st->sched.hazard_holds, st->rmw, st->short_io,
+                st->sched.hazard_holds, st->sched.preemptions,
+                st->sched.antic_waits, st->sched.antic_hits,
+                st->sched.antic_misses, st->rmw, st->short_io,
                 st->zero_fallback, st->inflight_max, st->waiting_max);
   if (n < 0 || (size_t) n >= left)
     return;

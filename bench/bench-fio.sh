@@ -10,7 +10,10 @@
 # µs).  Each number is the median of RUNS runs; runs are interleaved
 # across the three servers so that drift hits all alike, and the page
 # cache is dropped before each run (plain nbdkit file reads through it;
-# the filter uses O_DIRECT).  Ratios are against plain.
+# the filter uses O_DIRECT).  Ratios are against plain.  For reference
+# the last column is fio on the backing itself with O_DIRECT and
+# io_uring, no NBD at all: what the filter's path could reach, where
+# plain nbdkit file can also use the page cache.
 #
 # BACKING: a file or block device (default: a 1 GiB file of random data
 # in /var/tmp, made once).  A block device gets queue/scheduler=none for
@@ -81,7 +84,7 @@ start ()
 start plain file "$backing"
 start noop --filter="$FILTER" file "$backing" deadline-scheduler=noop deadline-depth="$DEPTH"
 start deadline --filter="$FILTER" file "$backing" deadline-scheduler=deadline deadline-depth="$DEPTH"
-configs=(plain noop deadline)
+configs=(plain noop deadline device)
 
 # job name, fio arguments, what to extract
 jobs=(
@@ -96,10 +99,18 @@ run_fio ()
     local cfg=$1 args=$2 what=$3 out=$tmp/out.json
     sync
     echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || :
-    # shellcheck disable=SC2086
-    fio --name=b --ioengine=nbd --uri="nbd+unix:///?socket=$tmp/$cfg.sock" \
-        $args --time_based --runtime="$RUNTIME" --ramp_time=0.5 \
-        --output-format=json --output="$out" >/dev/null
+    if [ "$cfg" = device ]; then
+        # shellcheck disable=SC2086
+        fio --name=b --ioengine=io_uring --direct=1 --filename="$backing" \
+            --size="$(blockdev --getsize64 "$backing" 2>/dev/null || stat -c %s "$backing")" \
+            $args --time_based --runtime="$RUNTIME" --ramp_time=0.5 \
+            --output-format=json --output="$out" >/dev/null
+    else
+        # shellcheck disable=SC2086
+        fio --name=b --ioengine=nbd --uri="nbd+unix:///?socket=$tmp/$cfg.sock" \
+            $args --time_based --runtime="$RUNTIME" --ramp_time=0.5 \
+            --output-format=json --output="$out" >/dev/null
+    fi
     python3 - "$out" "$what" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1]))["jobs"][0]
@@ -138,7 +149,7 @@ done
 
 printf '\nnbd-deadline fio benchmark: backing %s, deadline-depth=%s, nbdkit -t %s, %s s x %s runs (median)\n' \
     "$backing" "$DEPTH" "$THREADS" "$RUNTIME" "$RUNS"
-printf '%-34s %12s %12s %8s %12s %8s\n' "test" "plain" "noop" "ratio" "deadline" "ratio"
+printf '%-34s %12s %12s %8s %12s %8s %12s\n' "test" "plain" "noop" "ratio" "deadline" "ratio" "dev O_DIRECT"
 for job in "${jobs[@]}"; do
     IFS='|' read -r name args what <<<"$job"
     case $name in
@@ -148,6 +159,7 @@ for job in "${jobs[@]}"; do
         lat1)     label="4 KiB rand read p50 lat us (qd 1)" ;;
     esac
     p=${result[$name,plain]} n=${result[$name,noop]} d=${result[$name,deadline]}
+    v=${result[$name,device]}
     if [ "$what" = lat ]; then
         # For latency the "ratio" column is the difference in µs.
         rn=$(awk -v a="$n" -v b="$p" 'BEGIN{printf "%+.1f", a-b}')
@@ -156,5 +168,5 @@ for job in "${jobs[@]}"; do
         rn=$(awk -v a="$n" -v b="$p" 'BEGIN{printf "%.2f", (b>0)?(a/b):0}')
         rd=$(awk -v a="$d" -v b="$p" 'BEGIN{printf "%.2f", (b>0)?(a/b):0}')
     fi
-    printf '%-34s %12s %12s %8s %12s %8s\n' "$label" "$p" "$n" "$rn" "$d" "$rd"
+    printf '%-34s %12s %12s %8s %12s %8s %12s\n' "$label" "$p" "$n" "$rn" "$d" "$rd" "$v"
 done

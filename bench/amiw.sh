@@ -382,6 +382,11 @@ median ()
               printf "%s%.2f", gt, m }'
 }
 
+case $FLOOD in
+    dd) flood_desc="dd ${FLOOD_MB} MiB conv=fsync in a loop" ;;
+    dbench) flood_desc="dbench 4" ;;
+    both) flood_desc="dd ${FLOOD_MB} MiB conv=fsync in a loop + dbench 4" ;;
+esac
 table ()
 {
     local s mi mf ref
@@ -397,7 +402,7 @@ table ()
             "$(awk -v a="${mf#>}" -v b="${mi#>}" 'BEGIN{printf "%.1fx", a/b}')" \
             "$( [ -n "$ref" ] && awk -v a="${mf#>}" -v b="${ref#>}" 'BEGIN{printf "%.1fx", a/b}' || echo -)"
     done
-    echo "(medians of $RUNS runs; $nfiles files, $kib KiB; flood: $FLOOD (dd ${FLOOD_MB} MiB conv=fsync in a loop; dbench 4); slowdisk $SLOWDISK_ARGS${DEPTH:+; deadline-depth=$DEPTH})"
+    echo "(medians of $RUNS runs; $nfiles files, $kib KiB; flood: $flood_desc; slowdisk $SLOWDISK_ARGS${DEPTH:+; deadline-depth=$DEPTH})"
     echo "raw (s): $(for s in $SCHEDS; do printf '%s idle[%s] flood[%s]; ' "$s" "${idle[$s]% }" "${flood[$s]% }"; done)"
 }
 

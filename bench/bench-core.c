@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sched.h"
+#include "dl-sched.h"
 #include "naive.h"
 
 #define SLOT_SIZE  8192u

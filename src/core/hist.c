@@ -8,7 +8,7 @@
  */
 #include <config.h>
 
-#include "sched.h"
+#include "dl-sched.h"
 
 static unsigned
 bucket_of (uint64_t v)

@@ -4,7 +4,7 @@
 #ifndef NBD_DEADLINE_SCHED_INTERNAL_H
 #define NBD_DEADLINE_SCHED_INTERNAL_H
 
-#include "sched.h"
+#include "dl-sched.h"
 
 /* tree.h marks its static functions with the BSD spelling. */
 #ifndef __unused

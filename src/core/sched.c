@@ -1,7 +1,7 @@
 /* nbd-deadline: the scheduler core's entry points.
  *
  * This file only moves requests between the structures of the other
- * files (see the map in sched.h); each rule lives in its own file.
+ * files (see the map in dl-sched.h); each rule lives in its own file.
  */
 #include <config.h>
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "sched.h"
+#include "dl-sched.h"
 
 #define MS UINT64_C (1000000)
 #define SEC UINT64_C (1000000000)

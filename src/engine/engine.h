@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sched.h"
+#include "dl-sched.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sched.h"
+#include "dl-sched.h"
 
 enum mstate { M_WAIT = 1, M_INFLIGHT, M_DONE, M_DRAINED };
 

@@ -115,7 +115,7 @@ main (void)
   CHECK (dl_parse_duration ("1.5s", &v) == 0 && v == 1500 * MS);
   CHECK (dl_parse_duration ("250us", &v) == 0 && v == 250000);
   CHECK (dl_parse_duration ("100ns", &v) == 0 && v == 100);
-  /* sched.h: a bare number is milliseconds, as in sysfs. */
+  /* dl-sched.h: a bare number is milliseconds, as in sysfs. */
   CHECK (dl_parse_duration ("2", &v) == 0 && v == 2 * MS);
   CHECK (dl_parse_duration ("", &v) == -EINVAL);
   CHECK (dl_parse_duration ("s", &v) == -EINVAL);

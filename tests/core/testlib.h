@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched.h"
+#include "dl-sched.h"
 
 #define MS 1000000ULL           /* nanoseconds in a millisecond */
 #define KiB 1024ULL

@@ -34,8 +34,8 @@
  *   tunable.c every tunable, validated; duration and size parsers
  *   hist.c    a latency histogram for callers
  */
-#ifndef NBD_DEADLINE_SCHED_H
-#define NBD_DEADLINE_SCHED_H
+#ifndef NBD_DEADLINE_DL_SCHED_H
+#define NBD_DEADLINE_DL_SCHED_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -230,4 +230,4 @@ uint64_t dl_hist_percentile (const struct dl_hist *h, double p);
 }
 #endif
 
-#endif /* NBD_DEADLINE_SCHED_H */
+#endif /* NBD_DEADLINE_DL_SCHED_H */

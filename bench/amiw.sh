@@ -51,7 +51,8 @@
 # Env: FILTER, SLOWDISK (the .so files), SLOWDISK_ARGS (model keys,
 # default "size=4G"), MOUNT_OPTS (ext4 mount options), PRE_FILTERS
 # (nbdkit arguments put before the scheduler, e.g. "--filter=X.so k=v",
-# for experiments with filters above it).  Needs root,
+# for experiments with filters above it), NBDFUSE2_OPTS (options of the
+# upper nbdfuse, e.g. "-C 1" for one connection).  Needs root,
 # /dev/fuse, loop devices.  The defaults take about 10 minutes.
 set -euo pipefail
 
@@ -224,7 +225,8 @@ stack_up ()
     $NBDKIT -f -v --unix "$tmp/s2.sock" "${args[@]}" 2>"$tmp/$tag.s2.log" &
     S2_PID=$!
     wait_for "$tmp/s2.sock" 20
-    nbdfuse -P "$tmp/f2.pid" "$tmp/m2/disk" --unix "$tmp/s2.sock" 2>>"$log" &
+    # shellcheck disable=SC2086
+    nbdfuse -P "$tmp/f2.pid" ${NBDFUSE2_OPTS:-} "$tmp/m2/disk" --unix "$tmp/s2.sock" 2>>"$log" &
     F2_PID=$!
     wait_for "$tmp/f2.pid" 10
     CONN2=$(mountpoint -d "$tmp/m2"); CONN2=${CONN2#*:}
@@ -411,7 +413,7 @@ if [ "$VERBOSE" = 1 ]; then
         echo "== $s (run $RUNS): filter / slow disk"
         echo "  during the flood cat: $(depths "$tmp/$s.$RUNS.depths")"
         echo "  $(blat "$tmp/$s.$RUNS.bstat0" "$tmp/$s.$RUNS.bstat1")"
-        grep -h "deadline stats" "$tmp/$s.$RUNS.s2.log" | sed 's/.*deadline stats/  deadline stats/' || true
+        grep -h "deadline stats (exit)" "$tmp/$s.$RUNS.s2.log" | sed 's/.*deadline stats/  deadline stats/' || true
         sed 's/^/  /' "$tmp/$s.$RUNS.slowdisk" 2>/dev/null || true
     done
 fi

@@ -36,7 +36,7 @@ engine_params_default (struct engine_params *p)
   memset (p, 0, sizeof *p);
   p->dispatch = ENGINE_DIRECT;
   dl_tunables_default (&p->tunables);
-  p->depth = 4;
+  p->depth = 2;
   p->max_bytes = 8u << 20;
   p->align = 1;
   p->spin_ns = 30000;

@@ -144,7 +144,7 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-anticipate=DURATION    Idle wait for a reader's next read (default 0 = off).\n" \
   "deadline-preempt=BOOL           A read may end a write batch early (default off).\n" \
   "deadline-preempt-min=N          ... after the batch spent N cost units (default 32).\n" \
-  "deadline-depth=N                Units in flight at the device (default 4;\n" \
+  "deadline-depth=N                Units in flight at the device (default 2;\n" \
   "                                raise to 16-64 for SSDs/NVMe).\n" \
   "deadline-max-inflight=SIZE      Bytes in flight (default depth*max-merge, >= 8M).\n" \
   "deadline-dispatch=auto|direct|next  io_uring O_DIRECT on the file plugin's\n" \

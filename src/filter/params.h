@@ -18,7 +18,7 @@ struct filter_params {
 };
 
 #define PARAMS_PREFIX "deadline-"
-#define DEFAULT_DEPTH 4
+#define DEFAULT_DEPTH 2
 
 void params_default (struct filter_params *p);
 /* key is the whole key ("deadline-read-expire").  Returns 1 if taken,

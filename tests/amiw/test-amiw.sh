@@ -10,8 +10,8 @@
 #
 # Assertions (generous: it is a test, not the benchmark):
 #   - the data read back under the flood is right (amiw.sh checks it);
-#   - deadline's flood cat is no slower than AMIW_MAX_VS_ELEVATOR (1.5)
-#     times elevator's;
+#   - deadline's flood cat is no slower than AMIW_MAX_VS_ELEVATOR (2)
+#     times elevator's (measured: about 1.0 on this stack, see README);
 #   - with AMIW_STRICT=1, deadline's flood cat is at least
 #     AMIW_MIN_SPEEDUP (2) times faster than elevator's: the issue's
 #     claim, which does not hold on this stack today (see bench/amiw.sh
@@ -25,12 +25,18 @@ top_srcdir=${abs_top_srcdir:-$(cd "$srcdir/../.." && pwd)}
 top_builddir=${abs_top_builddir:-$top_srcdir}
 : "${FILTER:=$top_builddir/src/filter/.libs/nbdkit-deadline-filter.so}"
 : "${SLOWDISK:=$top_builddir/bench/slowdisk/.libs/nbdkit-slowdisk-plugin.so}"
-: "${AMIW_MAX_VS_ELEVATOR:=1.5}" "${AMIW_MIN_SPEEDUP:=2}" "${AMIW_STRICT:=0}"
+: "${AMIW_MAX_VS_ELEVATOR:=2}" "${AMIW_MIN_SPEEDUP:=2}" "${AMIW_STRICT:=0}"
 : "${AMIW_DEADLINE:=deadline}"
 export FILTER SLOWDISK
 
 skip () { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root"
+# Under sanitizers nbdkit runs through a preloading wrapper, and nbdkit
+# 1.32 itself may hang at exit there (see tests/test-shutdown.sh): the
+# timing test belongs to the plain build.
+case "${NBDKIT:-nbdkit}" in
+    *nbdkit-sanitized*) skip "sanitizer build" ;;
+esac
 [ -c /dev/fuse ] || skip "no /dev/fuse"
 [ -e /dev/loop-control ] || skip "no loop devices"
 for p in nbdfuse fusermount3 losetup mkfs.ext4 md5sum; do

@@ -45,6 +45,18 @@ serve_read (struct dl_sched *s, uint64_t offset, uint64_t stream)
   return u;
 }
 
+/* The device does not wait: the next unit is a write.  Then done. */
+static void
+writes_go_next (struct dl_sched *s)
+{
+  struct dl_req *u = dl_dispatch (s, now);
+
+  REQUIRE (u != NULL);
+  CHECK_EQ (u->op, DL_OP_WRITE);
+  dl_complete (s, u, now);
+  finish (s);
+}
+
 /* Dispatch and complete up to n units, or until the core waits. */
 static void
 serve_some (struct dl_sched *s, int n)
@@ -123,11 +135,7 @@ main (void)
     now += 20 * MS;
   }
   serve_read (s, 64 * KiB, READER);
-  u = dl_dispatch (s, now);
-  REQUIRE (u != NULL);
-  CHECK_EQ (u->op, DL_OP_WRITE);
-  dl_complete (s, u, now);
-  finish (s);
+  writes_go_next (s);
 
   /* A reader far away each time is random: not waited for either. */
   s = mksched (&t, 1);
@@ -138,21 +146,13 @@ main (void)
     now += 1 * MS;
   }
   serve_read (s, 4 * (512ULL << 20), READER);
-  u = dl_dispatch (s, now);
-  REQUIRE (u != NULL);
-  CHECK_EQ (u->op, DL_OP_WRITE);
-  dl_complete (s, u, now);
-  finish (s);
+  writes_go_next (s);
 
   /* Requests of unknown origin (stream 0) never make the device wait. */
   s = mksched (&t, 1);
   flood (s, 8);
   serve_read (s, 0, 0);
-  u = dl_dispatch (s, now);
-  REQUIRE (u != NULL);
-  CHECK_EQ (u->op, DL_OP_WRITE);
-  dl_complete (s, u, now);
-  finish (s);
+  writes_go_next (s);
 
   /* An expired write ends the wait: deadlines come first. */
   t.write_expire_ns = 100 * MS;
@@ -160,11 +160,7 @@ main (void)
   flood (s, 8);
   now += 99 * MS;
   serve_read (s, 0, READER);    /* completes at +100 ms: writes expired */
-  u = dl_dispatch (s, now);
-  REQUIRE (u != NULL);
-  CHECK_EQ (u->op, DL_OP_WRITE);
-  dl_complete (s, u, now);
-  finish (s);
+  writes_go_next (s);
   t.write_expire_ns = 5000 * MS;
 
   /* Writes still progress under a reader that always comes back in
@@ -235,11 +231,7 @@ main (void)
   CHECK (dl_dispatch (s, now) == NULL);
   t.anticipate_ns = 0;
   CHECK_EQ (dl_sched_set_tunables (s, &t, NULL, 0), 0);
-  u = dl_dispatch (s, now);
-  REQUIRE (u != NULL);
-  CHECK_EQ (u->op, DL_OP_WRITE);
-  dl_complete (s, u, now);
-  finish (s);
+  writes_go_next (s);
 
   return test_result ("anticipate");
 }

@@ -23,6 +23,12 @@
  *     or a writer never makes the disk idle.  A new reader is given the
  *     benefit of the doubt for its first reads, as in the 2003 design.
  *   - An expired write ends any wait: deadlines come first.
+ *
+ * The default, 5 ms (the 2003 scheduler used about 6), was measured on
+ * the slow-disk fixture: a sequential reader at depth 1 under a deep
+ * sequential writer went from 13 to 462 reads/s (median 90 ms to
+ * 0.2 ms), the writer from 77 to 66 MiB/s; a random reader at depth 32
+ * was unchanged.  The man page has the whole table.
  */
 #include <config.h>
 
@@ -118,6 +124,7 @@ antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now)
     if (s->antic.counted)
       s->st.antic_hits++;
     s->antic.on = false;
+    s->antic.extend = true;     /* the batch goes on with this read */
   }
 }
 
@@ -127,6 +134,7 @@ antic_read_dispatched (struct dl_sched *s, struct dl_req *u)
 {
   struct dl_stream *st;
 
+  s->antic.extend = false;
   if (!enabled (s) || u->stream == 0)
     return;
   st = stream_slot (s, u->stream, false);
@@ -164,13 +172,14 @@ antic_read_done (struct dl_sched *s, struct dl_req *u, uint64_t now)
   }
 }
 
-/* With anticipation on, a read batch that has nothing ahead goes on with
- * the oldest read rather than ending: it is the reader's next read.
+/* When the reader waited for has come back, the read batch goes on with
+ * the oldest read even if it lies behind the sweep, rather than ending:
+ * it is that reader's next read.
  */
 bool
 antic_extends_batch (struct dl_sched *s)
 {
-  return enabled (s);
+  return s->antic.extend && enabled (s);
 }
 
 /* Called when the batch in progress has nothing to continue with: true
@@ -179,6 +188,7 @@ antic_extends_batch (struct dl_sched *s)
 bool
 antic_hold (struct dl_sched *s, uint64_t now)
 {
+  s->antic.extend = false;
   if (!s->antic.on)
     return false;
   if (!enabled (s) || !s->batching || s->batch_dir != DL_READ ||

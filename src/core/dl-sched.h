@@ -77,8 +77,9 @@ struct dl_tunables {
   uint32_t writes_starved;      /* read batches while writes wait, default 2 */
   bool front_merges;            /* default true */
   uint64_t max_merge;           /* bytes per merged unit, default 1 MiB; 0 = no merging */
-  /* Beyond the seed (both off = the seed's behaviour): */
-  uint64_t anticipate_ns;       /* idle wait for a dependent reader; 0 = off */
+  /* Beyond the seed (anticipate 0 and preempt off = the seed): */
+  uint64_t anticipate_ns;       /* idle wait for a dependent reader, default
+                                   5 ms; 0 = off */
   bool preempt;                 /* a read may end a write batch early ... */
   uint32_t preempt_min;         /* ... once it has spent this many cost units */
 };

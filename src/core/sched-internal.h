@@ -68,6 +68,7 @@ struct dl_sched {
     struct dl_req *unit;        /* its read at the device, or NULL */
     uint64_t until;             /* end of the wait once that read is done */
     bool counted;               /* the device has waited (stats) */
+    bool extend;                /* the reader came back: continue its batch */
   } antic;
 
   /* hazard.c: scratch space for releases. */

@@ -78,7 +78,8 @@ main (void)
 
   /* anticipate = 0 (the seed): the write batch starts at once. */
   dl_tunables_default (&t);
-  CHECK_EQ (t.anticipate_ns, 0);
+  CHECK_EQ (t.anticipate_ns, 5 * MS);
+  t.anticipate_ns = 0;
   now = 1000 * MS;
   s = mksched (&t, 1);
   flood (s, 8);

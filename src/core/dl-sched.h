@@ -80,8 +80,10 @@ struct dl_tunables {
   /* Beyond the seed (anticipate 0 and preempt off = the seed): */
   uint64_t anticipate_ns;       /* idle wait for a dependent reader, default
                                    5 ms; 0 = off */
-  bool preempt;                 /* a read may end a write batch early ... */
-  uint32_t preempt_min;         /* ... once it has spent this many cost units */
+  bool preempt;                 /* a read may end a write batch early
+                                   (default off) ... */
+  uint32_t preempt_min;         /* ... once it has spent this many cost
+                                   units (default 32) */
 };
 
 /* Counters.  Monotonic unless marked gauge. */

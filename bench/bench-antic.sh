@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# nbd-deadline: a dependent reader under a write flood, on the slow disk.
+#
+#   bench/bench-antic.sh [SECONDS]
+#
+# The filter (next path) over bench/slowdisk (one modelled spindle),
+# driven by fio's nbd engine with two jobs on two connections: a 1 MiB
+# sequential writer at depth 16 and a reader at depth 1 (sequential
+# 16 KiB reads, the "cat" pattern, whose next read depends on the last).
+# One row per configuration, all in the same run: reads/s, read p50 and
+# p99, and the writer's MiB/s.  Then the same with a random reader at
+# depth 32 (no dependent reads: anticipation must change nothing).
+#
+# Configurations: the seed (anticipate=0), the defaults (anticipate=5ms),
+# 2 ms, 5 ms with preemption, and elevator.  Run from the top of a built
+# tree (run-tests or run-export build in build/).
+set -u
+
+secs=${1:-15}
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-$top/build}
+[ -d "$build/src" ] || build=$top
+filter=$build/src/filter/.libs/nbdkit-deadline-filter.so
+slowdisk=$build/bench/slowdisk/.libs/nbdkit-slowdisk-plugin.so
+for f in "$filter" "$slowdisk"; do
+    [ -f "$f" ] || { echo "bench-antic: not built: $f" >&2; exit 1; }
+done
+command -v fio >/dev/null || { echo "bench-antic: fio is not installed" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "bench-antic: needs python3" >&2; exit 1; }
+
+tmp=$(mktemp -d /tmp/bench-antic.XXXXXX)
+pid=
+cleanup () {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+jobfile () {                    # $1: reader rw, $2: bs, $3: depth
+    cat > "$tmp/job.fio" <<EOF
+[global]
+ioengine=nbd
+uri=nbd+unix:///?socket=$tmp/sock
+runtime=$secs
+time_based=1
+[writer]
+rw=write
+bs=1M
+iodepth=16
+offset=2g
+size=1g
+[reader]
+rw=$1
+bs=$2
+iodepth=$3
+offset=0
+size=512m
+EOF
+}
+
+row () {                        # $1: label, rest: filter parameters
+    local label=$1; shift
+    rm -f "$tmp/sock"
+    nbdkit -f -U "$tmp/sock" --filter="$filter" "$slowdisk" size=4G "$@" \
+        2>"$tmp/nbdkit.log" &
+    pid=$!
+    for _ in $(seq 50); do [ -S "$tmp/sock" ] && break; sleep 0.1; done
+    fio --output-format=json "$tmp/job.fio" 2>/dev/null |
+        sed -n '/^{/,$p' > "$tmp/out.json"
+    kill "$pid"; wait "$pid" 2>/dev/null; pid=
+    python3 - "$label" "$tmp/out.json" <<'PY'
+import json, sys
+jobs = {j['jobname']: j for j in json.load(open(sys.argv[2]))['jobs']}
+r, w = jobs['reader']['read'], jobs['writer']['write']
+p = r['clat_ns']['percentile']
+print("%-30s %9.1f %10.1f %10.1f %10.1f" % (sys.argv[1], r['iops'],
+      p['50.000000'] / 1e6, p['99.000000'] / 1e6, w['bw'] / 1024))
+PY
+}
+
+table () {
+    printf '%-30s %9s %10s %10s %10s\n' configuration reads/s 'p50 ms' 'p99 ms' 'write MiB/s'
+    row "seed (anticipate=0)" deadline-anticipate=0
+    row "defaults (anticipate=5ms)"
+    row "anticipate=2ms" deadline-anticipate=2ms
+    row "anticipate=5ms preempt=on" deadline-preempt=on
+    row "elevator" deadline-scheduler=elevator
+}
+
+echo "== dependent reader: sequential 16 KiB at depth 1, ${secs} s each"
+jobfile read 16k 1
+table
+echo
+echo "== no dependent reads: random 4 KiB at depth 32"
+jobfile randread 4k 32
+row "seed (anticipate=0)" deadline-anticipate=0
+row "defaults (anticipate=5ms)"

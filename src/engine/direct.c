@@ -253,36 +253,41 @@ submit_main (struct xfer *x)
   }
 }
 
-static void
-prep_falloc (struct xfer *x, int mode, uint64_t off, uint64_t len)
+/* An SQE for a one-step phase of x (no buffer, no tag), or NULL after
+ * failing x: the ring is full.
+ */
+static struct io_uring_sqe *
+phase_sqe (struct xfer *x, enum phase phase)
 {
   struct io_uring_sqe *sqe = get_sqe (x->e);
 
   if (sqe == NULL) {
     x->result = -EAGAIN;
     finish (x);
-    return;
+    return NULL;
   }
-  x->phase = X_FALLOC;
-  io_uring_prep_fallocate (sqe, x->fd, mode, off, len);
-  io_uring_sqe_set_data (sqe, x);
+  x->phase = phase;
+  io_uring_sqe_set_data (sqe, x); /* the io_uring_prep_* leave it alone */
   x->pending++;
+  return sqe;
+}
+
+static void
+prep_falloc (struct xfer *x, int mode, uint64_t off, uint64_t len)
+{
+  struct io_uring_sqe *sqe = phase_sqe (x, X_FALLOC);
+
+  if (sqe)
+    io_uring_prep_fallocate (sqe, x->fd, mode, off, len);
 }
 
 static void
 prep_fsync (struct xfer *x)
 {
-  struct io_uring_sqe *sqe = get_sqe (x->e);
+  struct io_uring_sqe *sqe = phase_sqe (x, X_FSYNC);
 
-  if (sqe == NULL) {
-    x->result = -EAGAIN;
-    finish (x);
-    return;
-  }
-  x->phase = X_FSYNC;
-  io_uring_prep_fsync (sqe, x->e->b.fd, IORING_FSYNC_DATASYNC);
-  io_uring_sqe_set_data (sqe, x);
-  x->pending++;
+  if (sqe)
+    io_uring_prep_fsync (sqe, x->e->b.fd, IORING_FSYNC_DATASYNC);
 }
 
 /* Copy what the write carries into the buffer at its place in [lo, hi). */

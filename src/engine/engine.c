@@ -429,6 +429,8 @@ loop_thread (void *arg)
 {
   struct engine *e = arg;
 
+  if (e->p.loop_init_cb)
+    e->p.loop_init_cb (e->loop, e->p.loop_init_opaque);
   ev_run (e->loop, 0);
   return NULL;
 }
@@ -567,12 +569,21 @@ engine_set_tunables (struct engine *e, const struct dl_tunables *t,
   pthread_mutex_lock (&e->lock);
   e->new_tunables = *t;
   e->tunables_pending = true;
+  e->p.tunables = *t;           /* what engine_get_tunables reports */
   pthread_mutex_unlock (&e->lock);
   if (e->started)
     ev_async_send (e->loop, &e->wake);
   else
     dl_sched_set_tunables (e->sched, t, err, errlen);
   return 0;
+}
+
+void
+engine_get_tunables (struct engine *e, struct dl_tunables *t)
+{
+  pthread_mutex_lock (&e->lock);
+  *t = e->p.tunables;
+  pthread_mutex_unlock (&e->lock);
 }
 
 void

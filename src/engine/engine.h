@@ -62,6 +62,13 @@ struct engine_params {
   uint64_t stats_interval_ns;
   engine_perform_fn perform;    /* NEXT */
   void *perform_opaque;
+  /* Called once on the loop thread just before the loop runs, with the
+   * loop (a struct ev_loop *), so that a caller can add its own watchers
+   * (the control socket); they run on the loop thread and must not
+   * block.  NULL = none.
+   */
+  void (*loop_init_cb) (void *loop, void *opaque);
+  void *loop_init_opaque;
 };
 
 void engine_params_default (struct engine_params *p);
@@ -126,6 +133,8 @@ bool engine_readonly (const struct engine *e);
 /* Change tunables at run time (taken by the loop at its next turn). */
 int engine_set_tunables (struct engine *e, const struct dl_tunables *t,
                          char *errbuf, size_t errlen);
+/* The tunables in force, or about to be after engine_set_tunables. */
+void engine_get_tunables (struct engine *e, struct dl_tunables *t);
 
 struct engine_stats {
   struct dl_stats sched;        /* as of the last loop turn */

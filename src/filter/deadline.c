@@ -21,6 +21,7 @@
 #include <nbdkit-filter.h>
 
 #include "engine.h"
+#include "control.h"
 #include "params.h"
 #include "below.h"
 
@@ -33,6 +34,7 @@ static const char *not_direct;  /* why direct cannot be proven, or NULL */
 static bool other_file_mode;    /* dir= or fd= seen */
 static enum engine_dispatch mode;
 static struct engine *engine;
+static struct control *control; /* deadline-control=PATH, or NULL */
 static _Atomic uint64_t conn_counter;
 
 struct handle {
@@ -51,6 +53,7 @@ deadline_unload (void)
 {
   free (file_path);
   file_path = NULL;
+  params_free (&params);
 }
 
 static int
@@ -63,6 +66,14 @@ deadline_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
   if (r < 0) {
     nbdkit_error ("%s", err);
     return -1;
+  }
+  if (r > 0 && params.control && strcmp (key, PARAMS_PREFIX "control") == 0) {
+    /* nbdkit changes to / when it forks into the background. */
+    char *abs = nbdkit_absolute_path (params.control);
+    if (abs == NULL)
+      return -1;
+    free (params.control);
+    params.control = abs;
   }
   if (r > 0)
     return 0;
@@ -149,6 +160,8 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-max-inflight=SIZE      Bytes in flight (default depth*max-merge, >= 8M).\n" \
   "deadline-dispatch=auto|direct|next  io_uring O_DIRECT on the file plugin's\n" \
   "                                file, or through the layer below (default auto).\n" \
+  "deadline-control=PATH           Serve a control socket (owner-only) for\n" \
+  "                                nbd-deadline-ctl: statistics, tunables.\n" \
   "DURATION: 500ms, 1.5s, 250us, 100ns; SIZE: 4096, 64k, 1M."
 
 static int
@@ -191,6 +204,19 @@ deadline_get_ready (int thread_model)
   ep.stats_cb = periodic_stats;
   ep.stats_interval_ns = 10ull * 1000000000;
 
+  /* The control socket is made now, before the fork, so that a path in
+   * use or not writable stops nbdkit with the reason on the terminal.
+   */
+  if (params.control) {
+    control = control_new (params.control, err, sizeof err);
+    if (control == NULL) {
+      nbdkit_error ("deadline-control: %s", err);
+      return -1;
+    }
+    ep.loop_init_cb = control_loop_init;
+    ep.loop_init_opaque = control;
+  }
+
   engine = engine_new (&ep, err, sizeof err);
   if (engine == NULL && mode == ENGINE_DIRECT && params.dispatch == DISPATCH_AUTO &&
       errno == EINVAL) {
@@ -204,7 +230,21 @@ deadline_get_ready (int thread_model)
   }
   if (engine == NULL) {
     nbdkit_error ("deadline: %s", err);
+    control_free (control);
+    control = NULL;
     return -1;
+  }
+  if (control) {
+    char info[4200];
+
+    snprintf (info, sizeof info,
+              "backing %s\ndispatch %s\ndepth %u\nmax_inflight_bytes %" PRIu64
+              "\nsize_bytes %" PRIu64 "\n",
+              mode == ENGINE_DIRECT ? file_path : "next-layer",
+              mode == ENGINE_DIRECT ? "direct" : "next", ep.depth, ep.max_bytes,
+              engine_size (engine));
+    control_attach (control, engine, info);
+    nbdkit_debug ("deadline: control socket %s", params.control);
   }
   nbdkit_debug ("deadline: %s, depth %u, %" PRIu64 " bytes in flight, align %u%s",
                 mode == ENGINE_DIRECT ? file_path : "next layer",
@@ -244,6 +284,8 @@ deadline_cleanup (nbdkit_backend *backend)
   if (engine == NULL)
     return;
   engine_stop (engine);
+  control_free (control);       /* the loop has stopped: safe here */
+  control = NULL;
   log_stats ("exit");
   engine_free (engine);
   engine = NULL;

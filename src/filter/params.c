@@ -21,6 +21,13 @@ params_default (struct filter_params *p)
   p->dispatch = DISPATCH_AUTO;
 }
 
+void
+params_free (struct filter_params *p)
+{
+  free (p->control);
+  p->control = NULL;
+}
+
 const char *
 dispatch_name (enum dispatch_mode d)
 {
@@ -72,6 +79,21 @@ params_set (struct filter_params *p, const char *key, const char *value,
       return -EINVAL;
     }
     p->max_inflight = v;
+    return 1;
+  }
+  if (strcmp (k, "control") == 0) {
+    /* A UNIX socket path: sun_path holds 107 bytes and a NUL. */
+    if (value[0] == '\0' || strlen (value) > 107) {
+      snprintf (err, errlen, "%s: '%s' is not a socket path of 1..107 bytes",
+                key, value);
+      return -EINVAL;
+    }
+    free (p->control);
+    p->control = strdup (value);
+    if (p->control == NULL) {
+      snprintf (err, errlen, "%s: out of memory", key);
+      return -ENOMEM;
+    }
     return 1;
   }
   if (strcmp (k, "dispatch") == 0) {

@@ -15,6 +15,7 @@ struct filter_params {
   uint32_t depth;
   uint64_t max_inflight;        /* bytes; 0 = derived from depth and max_merge */
   enum dispatch_mode dispatch;
+  char *control;                /* control socket path (malloc'd), or NULL */
 };
 
 #define PARAMS_PREFIX "deadline-"
@@ -27,5 +28,6 @@ void params_default (struct filter_params *p);
 int params_set (struct filter_params *p, const char *key, const char *value,
                 char *err, size_t errlen);
 const char *dispatch_name (enum dispatch_mode d);
+void params_free (struct filter_params *p);
 
 #endif

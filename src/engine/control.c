@@ -1,0 +1,620 @@
+/* nbd-deadline: the control socket (see control.h for the protocol).
+ *
+ * Everything here after control_new runs on the engine's loop thread:
+ * the listening socket and each connection are ev_io watchers on the
+ * engine's loop, so a request is answered between two turns of the
+ * scheduler and never blocks it (sockets are non-blocking; a client
+ * that does not send its line within CLIENT_TIMEOUT is dropped).  Only
+ * the engine's public API is used: engine_get_stats for counters,
+ * engine_get_tunables/engine_set_tunables for tunables (the new set is
+ * taken by the loop at its next turn, as one struct, so a change of
+ * several tunables is atomic and queued requests stay where they are).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "control.h"
+
+#define MAX_CLIENTS 32
+#define CLIENT_TIMEOUT 5.0      /* seconds to send the request line */
+#define RATE_INTERVAL 1.0       /* seconds between throughput samples */
+
+struct sample {
+  uint64_t t_ns;
+  uint64_t bytes[2], completed;
+};
+
+struct client {
+  struct control *c;
+  int fd;
+  ev_io io;
+  ev_timer timeout;
+  char in[CONTROL_MAX_LINE + 1];
+  size_t in_len;
+  char *out;
+  size_t out_len, out_off, out_cap;
+  struct client *next;
+};
+
+struct control {
+  char *path;
+  int fd;
+  dev_t dev;
+  ino_t ino;
+  struct engine *e;
+  char *info;
+  uint64_t t_start;
+  struct ev_loop *loop;
+  ev_io listen_io;
+  ev_timer rate_timer;
+  struct sample prev, last;     /* the last two samples, RATE_INTERVAL apart */
+  struct client *clients;
+  unsigned nclients;
+};
+
+struct control *
+control_new (const char *path, char *err, size_t errlen)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  struct control *c;
+  struct stat sb;
+  int fd, e;
+
+  if (path == NULL || path[0] == '\0') {
+    snprintf (err, errlen, "control socket path is empty");
+    errno = EINVAL;
+    return NULL;
+  }
+  if (strlen (path) >= sizeof sa.sun_path) {
+    snprintf (err, errlen, "%s: control socket path longer than %zu bytes",
+              path, sizeof sa.sun_path - 1);
+    errno = ENAMETOOLONG;
+    return NULL;
+  }
+  strcpy (sa.sun_path, path);
+
+  if (lstat (path, &sb) == 0) {
+    if (!S_ISSOCK (sb.st_mode)) {
+      snprintf (err, errlen, "%s: exists and is not a socket", path);
+      errno = EEXIST;
+      return NULL;
+    }
+    /* Somebody listening?  Then it is theirs; else it is stale. */
+    fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect (fd, (struct sockaddr *) &sa, sizeof sa) == 0) {
+      close (fd);
+      snprintf (err, errlen, "%s: in use by another process", path);
+      errno = EADDRINUSE;
+      return NULL;
+    }
+    if (fd >= 0)
+      close (fd);
+    unlink (path);
+  }
+
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    e = errno;
+    snprintf (err, errlen, "socket: %s", strerror (e));
+    errno = e;
+    return NULL;
+  }
+  /* fchmod before bind limits the window on some systems; the chmod
+   * after it is what counts, and the peer check covers the rest.
+   */
+  fchmod (fd, 0600);
+  if (bind (fd, (struct sockaddr *) &sa, sizeof sa) < 0 ||
+      chmod (path, 0600) < 0 || listen (fd, 16) < 0 ||
+      stat (path, &sb) < 0) {
+    e = errno;
+    snprintf (err, errlen, "%s: %s", path, strerror (e));
+    close (fd);
+    unlink (path);
+    errno = e;
+    return NULL;
+  }
+
+  c = calloc (1, sizeof *c);
+  if (c == NULL || (c->path = strdup (path)) == NULL) {
+    free (c);
+    close (fd);
+    unlink (path);
+    snprintf (err, errlen, "out of memory");
+    errno = ENOMEM;
+    return NULL;
+  }
+  c->fd = fd;
+  c->dev = sb.st_dev;
+  c->ino = sb.st_ino;
+  c->t_start = engine_now_ns ();
+  return c;
+}
+
+void
+control_attach (struct control *c, struct engine *e, const char *info)
+{
+  c->e = e;
+  free (c->info);
+  c->info = info ? strdup (info) : NULL;
+}
+
+/* ---- Output ------------------------------------------------------ */
+
+static void
+out (struct client *cl, const char *fmt, ...)
+{
+  va_list ap;
+  int n;
+
+  for (;;) {
+    size_t room = cl->out_cap - cl->out_len;
+
+    va_start (ap, fmt);
+    n = vsnprintf (cl->out ? cl->out + cl->out_len : NULL, cl->out ? room : 0,
+                   fmt, ap);
+    va_end (ap);
+    if (n < 0)
+      return;
+    if (cl->out && (size_t) n < room) {
+      cl->out_len += n;
+      return;
+    }
+    {
+      size_t cap = cl->out_cap ? cl->out_cap * 2 : 4096;
+      char *p;
+
+      while (cap < cl->out_len + n + 1)
+        cap *= 2;
+      p = realloc (cl->out, cap);
+      if (p == NULL)
+        return;
+      cl->out = p;
+      cl->out_cap = cap;
+    }
+  }
+}
+
+static void
+hist_lines (struct client *cl, const char *name, const struct dl_hist *h)
+{
+  out (cl, "%s_latency_count %" PRIu64 "\n", name, h->count);
+  out (cl, "%s_latency_sum_us %.1f\n", name, h->sum / 1e3);
+  out (cl, "%s_latency_p50_us %.1f\n", name, dl_hist_percentile (h, 50) / 1e3);
+  out (cl, "%s_latency_p90_us %.1f\n", name, dl_hist_percentile (h, 90) / 1e3);
+  out (cl, "%s_latency_p99_us %.1f\n", name, dl_hist_percentile (h, 99) / 1e3);
+  out (cl, "%s_latency_p999_us %.1f\n", name, dl_hist_percentile (h, 99.9) / 1e3);
+  out (cl, "%s_latency_max_us %.1f\n", name, h->max / 1e3);
+}
+
+static void
+take_sample (struct control *c, struct sample *s)
+{
+  struct engine_stats st;
+
+  engine_get_stats (c->e, &st);
+  s->t_ns = engine_now_ns ();
+  s->bytes[0] = st.sched.dispatched_bytes[DL_READ];
+  s->bytes[1] = st.sched.dispatched_bytes[DL_WRITE];
+  s->completed = st.completed;
+}
+
+static void
+cmd_stats (struct client *cl)
+{
+  struct control *c = cl->c;
+  struct engine_stats st;
+  struct dl_tunables t;
+  const struct dl_stats *s = &st.sched;
+  uint64_t now;
+  double dt;
+
+  engine_get_stats (c->e, &st);
+  engine_get_tunables (c->e, &t);
+  now = engine_now_ns ();
+
+  out (cl, "ok\n");
+  if (c->info)
+    out (cl, "%s", c->info);
+  out (cl, "scheduler %s\n", dl_policy_name (t.policy));
+  out (cl, "uptime_seconds %.3f\n", (now - c->t_start) / 1e9);
+  out (cl, "requests_total %" PRIu64 "\n", st.submitted);
+  out (cl, "completed_total %" PRIu64 "\n", st.completed);
+  out (cl, "failed_total %" PRIu64 "\n", st.failed);
+  out (cl, "reads_total %" PRIu64 "\n", s->inserted[DL_READ]);
+  out (cl, "writes_total %" PRIu64 "\n", s->inserted[DL_WRITE]);
+  out (cl, "flushes_total %" PRIu64 "\n", s->flushes);
+  out (cl, "read_bytes_total %" PRIu64 "\n", s->dispatched_bytes[DL_READ]);
+  out (cl, "write_bytes_total %" PRIu64 "\n", s->dispatched_bytes[DL_WRITE]);
+  out (cl, "units_total %" PRIu64 "\n", st.units);
+  out (cl, "unit_members_total %" PRIu64 "\n", st.unit_members);
+  out (cl, "merged_back_total %" PRIu64 "\n", s->merged_back);
+  out (cl, "merged_front_total %" PRIu64 "\n", s->merged_front);
+  out (cl, "read_batches_total %" PRIu64 "\n", s->batches[DL_READ]);
+  out (cl, "write_batches_total %" PRIu64 "\n", s->batches[DL_WRITE]);
+  out (cl, "read_expired_total %" PRIu64 "\n", s->expired[DL_READ]);
+  out (cl, "write_expired_total %" PRIu64 "\n", s->expired[DL_WRITE]);
+  out (cl, "starved_switches_total %" PRIu64 "\n", s->starved_switches);
+  out (cl, "seeks_total %" PRIu64 "\n", s->seeks);
+  out (cl, "hazard_holds_total %" PRIu64 "\n", s->hazard_holds);
+  out (cl, "preemptions_total %" PRIu64 "\n", s->preemptions);
+  out (cl, "antic_waits_total %" PRIu64 "\n", s->antic_waits);
+  out (cl, "antic_hits_total %" PRIu64 "\n", s->antic_hits);
+  out (cl, "antic_misses_total %" PRIu64 "\n", s->antic_misses);
+  out (cl, "rmw_total %" PRIu64 "\n", st.rmw);
+  out (cl, "short_io_total %" PRIu64 "\n", st.short_io);
+  out (cl, "zero_fallback_total %" PRIu64 "\n", st.zero_fallback);
+  out (cl, "queued_reads %" PRIu64 "\n", s->queued[DL_READ]);
+  out (cl, "queued_writes %" PRIu64 "\n", s->queued[DL_WRITE]);
+  out (cl, "queued_flushes %" PRIu64 "\n", s->queued_flushes);
+  out (cl, "held %" PRIu64 "\n", s->held);
+  out (cl, "inflight %" PRIu64 "\n", s->inflight);
+  out (cl, "inflight_max %" PRIu64 "\n", st.inflight_max);
+  out (cl, "waiting_max %" PRIu64 "\n", st.waiting_max);
+  hist_lines (cl, "read", &st.total[DL_READ]);
+  hist_lines (cl, "write", &st.total[DL_WRITE]);
+  hist_lines (cl, "queue", &st.queue);
+  hist_lines (cl, "device", &st.device);
+
+  /* Rates over the last one to two seconds (two samples back). */
+  if (c->prev.t_ns) {
+    dt = (now - c->prev.t_ns) / 1e9;
+    out (cl, "read_bytes_per_second %.0f\n",
+         (s->dispatched_bytes[DL_READ] - c->prev.bytes[0]) / dt);
+    out (cl, "write_bytes_per_second %.0f\n",
+         (s->dispatched_bytes[DL_WRITE] - c->prev.bytes[1]) / dt);
+    out (cl, "requests_per_second %.0f\n", (st.completed - c->prev.completed) / dt);
+  }
+  else {
+    out (cl, "read_bytes_per_second 0\nwrite_bytes_per_second 0\n"
+         "requests_per_second 0\n");
+  }
+}
+
+static void
+tunable_line (struct client *cl, const struct dl_tunables *t, const char *name)
+{
+  char val[64];
+
+  if (dl_tunable_get (t, name, val, sizeof val) == 0)
+    out (cl, "%s %s\n", name, val);
+}
+
+/* A key as the core names it (underscores), or NULL if unknown. */
+static const char *
+canonical_key (const char *key)
+{
+  size_t i, j;
+
+  for (i = 0; dl_tunable_names[i]; ++i) {
+    const char *n = dl_tunable_names[i];
+    for (j = 0; key[j] && n[j]; ++j)
+      if (key[j] != n[j] && !(key[j] == '-' && n[j] == '_'))
+        break;
+    if (key[j] == '\0' && n[j] == '\0')
+      return n;
+  }
+  return NULL;
+}
+
+static void
+error_reply (struct client *cl, const char *fmt, ...)
+{
+  va_list ap;
+  char msg[256];
+
+  va_start (ap, fmt);
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  va_end (ap);
+  cl->out_len = 0;
+  out (cl, "error %s\n", msg);
+}
+
+#define MAX_ARGS 32
+
+static void
+cmd_get (struct client *cl, char **argv, int argc)
+{
+  struct dl_tunables t;
+  int i;
+
+  engine_get_tunables (cl->c->e, &t);
+  for (i = 1; i < argc; ++i)
+    if (canonical_key (argv[i]) == NULL) {
+      error_reply (cl, "unknown tunable '%s'", argv[i]);
+      return;
+    }
+  out (cl, "ok\n");
+  if (argc == 1)
+    for (i = 0; dl_tunable_names[i]; ++i)
+      tunable_line (cl, &t, dl_tunable_names[i]);
+  else
+    for (i = 1; i < argc; ++i)
+      tunable_line (cl, &t, canonical_key (argv[i]));
+}
+
+static void
+cmd_set (struct client *cl, char **argv, int argc)
+{
+  struct dl_tunables t;
+  const char *keys[MAX_ARGS];
+  char msg[200];
+  int i;
+
+  if (argc < 2) {
+    error_reply (cl, "set: give KEY=VALUE");
+    return;
+  }
+  engine_get_tunables (cl->c->e, &t);
+  for (i = 1; i < argc; ++i) {
+    char *eq = strchr (argv[i], '=');
+
+    if (eq == NULL || eq == argv[i]) {
+      error_reply (cl, "set: '%s' is not KEY=VALUE", argv[i]);
+      return;
+    }
+    *eq = '\0';
+    keys[i] = canonical_key (argv[i]);
+    if (keys[i] == NULL) {
+      error_reply (cl, "unknown tunable '%s'", argv[i]);
+      return;
+    }
+    if (dl_tunable_set (&t, keys[i], eq + 1, msg, sizeof msg) != 0) {
+      error_reply (cl, "%s", msg);
+      return;
+    }
+  }
+  if (engine_set_tunables (cl->c->e, &t, msg, sizeof msg) != 0) {
+    error_reply (cl, "%s", msg);
+    return;
+  }
+  out (cl, "ok\n");
+  for (i = 1; i < argc; ++i)
+    tunable_line (cl, &t, keys[i]);
+}
+
+static void
+handle_line (struct client *cl, char *line)
+{
+  char *argv[MAX_ARGS + 1], *p, *save = NULL;
+  int argc = 0;
+
+  for (p = line; *p; ++p)
+    if ((unsigned char) *p < ' ' || (unsigned char) *p > '~') {
+      error_reply (cl, "request has a non-printable byte");
+      return;
+    }
+  for (p = strtok_r (line, " ", &save); p; p = strtok_r (NULL, " ", &save)) {
+    if (argc == MAX_ARGS) {
+      error_reply (cl, "too many words (at most %d)", MAX_ARGS);
+      return;
+    }
+    argv[argc++] = p;
+  }
+  argv[argc] = NULL;
+  if (argc == 0) {
+    error_reply (cl, "empty request");
+    return;
+  }
+
+  if (strcmp (argv[0], "ping") == 0 && argc == 1)
+    out (cl, "ok\n");
+  else if (strcmp (argv[0], "stats") == 0 && argc == 1)
+    cmd_stats (cl);
+  else if (strcmp (argv[0], "get") == 0)
+    cmd_get (cl, argv, argc);
+  else if (strcmp (argv[0], "set") == 0)
+    cmd_set (cl, argv, argc);
+  else if (strcmp (argv[0], "scheduler") == 0) {
+    char kv[96];
+    char *sv[3] = { "set", kv, NULL };
+
+    if (argc != 2) {
+      error_reply (cl, "scheduler: give one of deadline, noop, elevator");
+      return;
+    }
+    snprintf (kv, sizeof kv, "scheduler=%s", argv[1]);
+    cmd_set (cl, sv, 2);
+  }
+  else
+    error_reply (cl, "unknown request '%s' (ping, stats, get, set, scheduler)",
+                 argv[0]);
+}
+
+/* ---- Connections ------------------------------------------------- */
+
+static void
+client_close (struct client *cl)
+{
+  struct control *c = cl->c;
+  struct client **pp;
+
+  ev_io_stop (c->loop, &cl->io);
+  ev_timer_stop (c->loop, &cl->timeout);
+  close (cl->fd);
+  for (pp = &c->clients; *pp; pp = &(*pp)->next)
+    if (*pp == cl) {
+      *pp = cl->next;
+      break;
+    }
+  c->nclients--;
+  free (cl->out);
+  free (cl);
+}
+
+static void
+client_flush (struct client *cl)
+{
+  while (cl->out_off < cl->out_len) {
+    ssize_t n = send (cl->fd, cl->out + cl->out_off, cl->out_len - cl->out_off,
+                      MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN) {
+      ev_io_stop (cl->c->loop, &cl->io);
+      ev_io_set (&cl->io, cl->fd, EV_WRITE);
+      ev_io_start (cl->c->loop, &cl->io);
+      return;
+    }
+    if (n <= 0)
+      break;
+    cl->out_off += n;
+  }
+  client_close (cl);
+}
+
+static void
+on_client (struct ev_loop *loop, ev_io *w, int revents)
+{
+  struct client *cl = w->data;
+  char *nl;
+  ssize_t n;
+
+  if (revents & EV_WRITE) {
+    client_flush (cl);
+    return;
+  }
+  n = recv (cl->fd, cl->in + cl->in_len, CONTROL_MAX_LINE - cl->in_len,
+            MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    return;
+  if (n <= 0) {                 /* gone, or closed without a full line */
+    client_close (cl);
+    return;
+  }
+  cl->in_len += n;
+  cl->in[cl->in_len] = '\0';
+  nl = memchr (cl->in, '\n', cl->in_len);
+  if (nl == NULL) {
+    if (cl->in_len < CONTROL_MAX_LINE)
+      return;
+    error_reply (cl, "request longer than %d bytes", CONTROL_MAX_LINE);
+  }
+  else {
+    *nl = '\0';
+    if (nl > cl->in && nl[-1] == '\r')
+      nl[-1] = '\0';
+    handle_line (cl, cl->in);
+  }
+  /* The timeout stays armed: a client that does not read is dropped. */
+  ev_io_stop (loop, &cl->io);
+  client_flush (cl);
+}
+
+static void
+on_client_timeout (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  client_close (w->data);
+}
+
+static void
+on_accept (struct ev_loop *loop, ev_io *w, int revents)
+{
+  struct control *c = w->data;
+  struct client *cl;
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  int fd;
+
+  fd = accept4 (c->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0)
+    return;
+  /* Owner-only: the file mode says so, and so does the peer's uid. */
+  if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+      (cred.uid != 0 && cred.uid != geteuid ())) {
+    static const char msg[] = "error permission denied\n";
+    if (send (fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+      /* Nothing to tell a client that is gone. */
+    }
+    close (fd);
+    return;
+  }
+  if (c->nclients >= MAX_CLIENTS) {
+    static const char msg[] = "error too many control connections\n";
+    if (send (fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+      /* As above. */
+    }
+    close (fd);
+    return;
+  }
+  cl = calloc (1, sizeof *cl);
+  if (cl == NULL) {
+    close (fd);
+    return;
+  }
+  cl->c = c;
+  cl->fd = fd;
+  ev_io_init (&cl->io, on_client, fd, EV_READ);
+  cl->io.data = cl;
+  ev_io_start (loop, &cl->io);
+  ev_timer_init (&cl->timeout, on_client_timeout, CLIENT_TIMEOUT, 0.);
+  cl->timeout.data = cl;
+  ev_timer_start (loop, &cl->timeout);
+  cl->next = c->clients;
+  c->clients = cl;
+  c->nclients++;
+}
+
+static void
+on_rate (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  struct control *c = w->data;
+
+  c->prev = c->last;
+  take_sample (c, &c->last);
+  if (c->prev.t_ns == 0)
+    c->prev = c->last;
+}
+
+void
+control_loop_init (void *loop, void *opaque)
+{
+  struct control *c = opaque;
+
+  if (c == NULL || c->e == NULL)
+    return;
+  c->loop = loop;
+  ev_io_init (&c->listen_io, on_accept, c->fd, EV_READ);
+  c->listen_io.data = c;
+  ev_io_start (c->loop, &c->listen_io);
+  take_sample (c, &c->last);
+  ev_timer_init (&c->rate_timer, on_rate, RATE_INTERVAL, RATE_INTERVAL);
+  c->rate_timer.data = c;
+  ev_timer_start (c->loop, &c->rate_timer);
+}
+
+void
+control_free (struct control *c)
+{
+  struct stat sb;
+
+  if (c == NULL)
+    return;
+  if (c->loop) {
+    while (c->clients)
+      client_close (c->clients);
+    ev_io_stop (c->loop, &c->listen_io);
+    ev_timer_stop (c->loop, &c->rate_timer);
+  }
+  close (c->fd);
+  /* Remove the socket only if it is still ours. */
+  if (stat (c->path, &sb) == 0 && sb.st_dev == c->dev && sb.st_ino == c->ino)
+    unlink (c->path);
+  free (c->path);
+  free (c->info);
+  free (c);
+}

@@ -16,6 +16,26 @@
  *       zero and trim ranges aligned (for layers below that need it).
  *   integrity --compare FILE MODEL
  *       checks a backing file against a saved model (known bytes only).
+ *
+ * Modes for the reliability tests (tests/test-crash.sh, test-faults-*.sh,
+ * test-overload.sh, test-torture.sh):
+ *
+ *   -C STATE  crash mode: the server is expected to be killed.  Prints
+ *             "integrity: workload started" once the workload runs; when
+ *             every connection is gone (or the ops are done) it writes
+ *             STATE (the model) and STATE.mask: 0 = unknown (never
+ *             acknowledged, or in flight when the server died), 1 =
+ *             acknowledged, 2 = acknowledged and made durable by a FUA
+ *             write or a flush that completed and was sent after the
+ *             acknowledgement.  Exit 0, or 3 if the server died before
+ *             the workload started (nothing written then).
+ *   -V STATE  verify only: read the whole export and check it against
+ *             STATE (bytes with a non-zero mask); prints the bytes lost.
+ *   -E        errors expected (fault injection): a failed request is
+ *             counted, not a failure; a failed write, zero or trim makes
+ *             its range unknown.  Exit 0 unless a read mismatched.
+ *   -L MS     fail if any request took longer than MS milliseconds.
+ *   -q        no per-error lines (with -E).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,10 +48,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include <libnbd.h>
 
-#define MAX_CONNS 16
-#define MAX_INFLIGHT 1024
+#define MAX_CONNS 1024
+#define MAX_INFLIGHT 16384
 
 enum kind { K_READ, K_WRITE, K_TRIM, K_ZERO, K_FLUSH };
 static const char *const kind_name[] = { "read", "write", "trim", "zero", "flush" };
@@ -43,6 +65,9 @@ struct op {
   uint64_t off, len;
   uint8_t *buf;
   uint32_t flags;
+  struct nbd_handle *h;
+  uint64_t t_issue;             /* ns, CLOCK_MONOTONIC */
+  uint64_t ack_at_issue;        /* flush: acknowledgements before it was sent */
 };
 
 static uint64_t size;
@@ -52,6 +77,53 @@ static int inflight_conn[MAX_CONNS];
 static uint64_t mismatches, errors, done_by_kind[5], unaligned_ops;
 static uint64_t rng_state;
 static bool can_fua, can_trim, can_zero, can_flush;
+static int ops_hwm;              /* ops[] slots in use are below this */
+
+/* -C: crash mode.  ackseq[p] is the acknowledgement number of the last
+ * request that set byte p (0 = none since the start); durable[p] is set
+ * by an acknowledged FUA write or zero.  A flush that completes makes
+ * durable every acknowledgement numbered up to ack_at_issue.
+ */
+static const char *crash_state;
+static uint32_t *ackseq;
+static uint8_t *durable;
+static uint64_t ack_counter, durable_upto;
+static bool expect_errors, quiet, started;
+static uint64_t lost_conn_ops, max_lat_ns[5], lat_limit_ns, slow_ops;
+static uint64_t errors_by_kind[5];
+
+static uint64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* The range of o may or may not have reached the disk. */
+static void
+forget_range (struct op *o)
+{
+  if (o->kind == K_WRITE || o->kind == K_ZERO || o->kind == K_TRIM) {
+    memset (known + o->off, 0, o->len);
+    if (ackseq)
+      memset (durable + o->off, 0, o->len);
+  }
+}
+
+static void
+mark_acked (struct op *o)
+{
+  uint64_t i, seq;
+
+  if (!ackseq)
+    return;
+  seq = ++ack_counter;
+  for (i = o->off; i < o->off + o->len; ++i)
+    ackseq[i] = seq > UINT32_MAX ? UINT32_MAX : seq;
+  memset (durable + o->off, (o->flags & LIBNBD_CMD_FLAG_FUA) ? 1 : 0, o->len);
+}
 
 static uint64_t
 rnd (void)
@@ -70,7 +142,7 @@ overlaps_inflight (uint64_t off, uint64_t len)
 {
   int i;
 
-  for (i = 0; i < MAX_INFLIGHT; ++i)
+  for (i = 0; i < ops_hwm; ++i)
     if (ops[i].busy && ops[i].kind != K_FLUSH &&
         off < ops[i].off + ops[i].len && ops[i].off < off + len)
       return true;
@@ -102,27 +174,48 @@ static int
 on_done (void *user_data, int *error)
 {
   struct op *o = user_data;
+  uint64_t lat = now_ns () - o->t_issue;
 
-  if (*error) {
+  if (*error && crash_state &&
+      (*error == ENOTCONN || *error == ECONNRESET || *error == EPIPE ||
+       nbd_aio_is_dead (o->h) || nbd_aio_is_closed (o->h))) {
+    /* The server went away with this request in flight. */
+    lost_conn_ops++;
+    forget_range (o);
+  }
+  else if (*error) {
     errors++;
-    fprintf (stderr, "integrity: %s %" PRIu64 "+%" PRIu64 " failed: %s\n",
-             kind_name[o->kind], o->off, o->len, strerror (*error));
+    errors_by_kind[o->kind]++;
+    if (!quiet)
+      fprintf (stderr, "integrity: %s %" PRIu64 "+%" PRIu64 " failed: %s\n",
+               kind_name[o->kind], o->off, o->len, strerror (*error));
+    forget_range (o);
   }
   else {
+    if (lat > max_lat_ns[o->kind])
+      max_lat_ns[o->kind] = lat;
+    if (lat_limit_ns && lat > lat_limit_ns && slow_ops++ < 5)
+      fprintf (stderr, "integrity: SLOW: %s %" PRIu64 "+%" PRIu64 " took %.1f ms\n",
+               kind_name[o->kind], o->off, o->len, lat / 1e6);
     switch (o->kind) {
     case K_READ: check_read (o); break;
     case K_WRITE:
       memcpy (model + o->off, o->buf, o->len);
       memset (known + o->off, 1, o->len);
+      mark_acked (o);
       break;
     case K_ZERO:
       memset (model + o->off, 0, o->len);
       memset (known + o->off, 1, o->len);
+      mark_acked (o);
       break;
     case K_TRIM:
       memset (known + o->off, 0, o->len);
       break;
-    case K_FLUSH: break;
+    case K_FLUSH:
+      if (o->ack_at_issue > durable_upto)
+        durable_upto = o->ack_at_issue;
+      break;
     }
   }
   done_by_kind[o->kind]++;
@@ -187,8 +280,13 @@ issue (struct nbd_handle *h, int conn)
     if (!ops[i].busy) { o = &ops[i]; break; }
   if (o == NULL)
     return false;
+  if (i >= ops_hwm)
+    ops_hwm = i + 1;
   memset (o, 0, sizeof *o);
   o->conn = conn;
+  o->h = h;
+  o->t_issue = now_ns ();
+  o->ack_at_issue = ack_counter;
 
   kind_roll = rnd_below (100);
   if (kind_roll < 40) o->kind = K_READ;
@@ -233,6 +331,16 @@ issue (struct nbd_handle *h, int conn)
     break;
   }
   if (cookie == -1) {
+    if (crash_state || expect_errors) {
+      /* The connection is gone (the server was killed). */
+      lost_conn_ops++;
+      forget_range (o);
+      free (o->buf);
+      o->buf = NULL;
+      o->busy = false;
+      inflight_conn[conn]--;
+      return false;
+    }
     fprintf (stderr, "integrity: issuing %s: %s\n", kind_name[o->kind], nbd_get_error ());
     exit (EXIT_FAILURE);
   }
@@ -262,7 +370,7 @@ compare_file (const char *file, const char *modelpath)
       fprintf (stderr, "integrity: %s is shorter than the model\n", file);
       return EXIT_FAILURE;
     }
-    if (c == 1 && a != b && bad++ < 5)
+    if (c != 0 && a != b && bad++ < 5)
       fprintf (stderr, "integrity: %s differs from the model at %" PRIu64 "\n", file, pos);
     pos++;
   }
@@ -271,19 +379,129 @@ compare_file (const char *file, const char *modelpath)
   return bad ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* Writes PATH (bytes) and PATH.mask (mask). */
+static int
+save_pair (const char *path, const uint8_t *bytes, const uint8_t *mask)
+{
+  char maskpath[4096];
+  FILE *f;
+
+  snprintf (maskpath, sizeof maskpath, "%s.mask", path);
+  if ((f = fopen (path, "wb")) == NULL || fwrite (bytes, 1, size, f) != size || fclose (f)) {
+    perror (path);
+    return -1;
+  }
+  if ((f = fopen (maskpath, "wb")) == NULL || fwrite (mask, 1, size, f) != size || fclose (f)) {
+    perror (maskpath);
+    return -1;
+  }
+  return 0;
+}
+
+/* -C: the state after the server died: what was acknowledged, and what
+ * of that a flush or FUA made durable.
+ */
+static int
+save_crash_state (void)
+{
+  uint8_t *mask = malloc (size);
+  uint64_t p, acked = 0, covered = 0;
+
+  if (mask == NULL)
+    return -1;
+  for (p = 0; p < size; ++p) {
+    if (!known[p])
+      mask[p] = 0;
+    else if (durable[p] || (ackseq[p] && ackseq[p] <= durable_upto))
+      mask[p] = 2;
+    else
+      mask[p] = 1;
+    if (known[p] && ackseq[p]) {
+      acked++;
+      covered += mask[p] == 2;
+    }
+  }
+  printf ("integrity: crash state: %" PRIu64 " acknowledged writes; %" PRIu64
+          " bytes written and acknowledged, %" PRIu64 " of them durable "
+          "(flush/FUA); %" PRIu64 " requests lost with the connection\n",
+          ack_counter, acked, covered, lost_conn_ops);
+  if (save_pair (crash_state, model, mask) == -1)
+    return -1;
+  free (mask);
+  return 0;
+}
+
+/* -V: read the export and compare with a saved state. */
+static int
+verify_state (struct nbd_handle *h, const char *path)
+{
+  char maskpath[4096];
+  FILE *m, *k;
+  uint8_t *want = malloc (size), *mask = malloc (size), *buf = malloc (1 << 20);
+  uint64_t off, i, checked = 0, durable_n = 0, lost = 0, lost_durable = 0;
+
+  snprintf (maskpath, sizeof maskpath, "%s.mask", path);
+  m = fopen (path, "rb");
+  k = fopen (maskpath, "rb");
+  if (!want || !mask || !buf || !m || !k ||
+      fread (want, 1, size, m) != size || fread (mask, 1, size, k) != size) {
+    fprintf (stderr, "integrity -V: %s: cannot read a state of %" PRIu64 " bytes\n",
+             path, size);
+    return EXIT_FAILURE;
+  }
+  fclose (m);
+  fclose (k);
+  for (off = 0; off < size; off += 1 << 20) {
+    uint64_t l = size - off < (1 << 20) ? size - off : (1 << 20);
+    if (nbd_pread (h, buf, l, off, 0) == -1) {
+      fprintf (stderr, "integrity -V: read at %" PRIu64 ": %s\n", off, nbd_get_error ());
+      return EXIT_FAILURE;
+    }
+    for (i = 0; i < l; ++i) {
+      uint8_t c = mask[off + i];
+      if (c == 0)
+        continue;
+      checked++;
+      durable_n += c == 2;
+      if (buf[i] != want[off + i]) {
+        if (lost++ < 5)
+          fprintf (stderr, "integrity -V: LOST: byte %" PRIu64 " is 0x%02x, "
+                   "acknowledged 0x%02x%s\n", off + i, buf[i], want[off + i],
+                   c == 2 ? " (durable)" : "");
+        lost_durable += c == 2;
+      }
+    }
+  }
+  printf ("integrity: verified %" PRIu64 " known bytes (%" PRIu64
+          " durable): %" PRIu64 " bytes lost (%" PRIu64 " durable)\n",
+          checked, durable_n, lost, lost_durable);
+  free (want);
+  free (mask);
+  free (buf);
+  return lost ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static bool
+conn_gone (struct nbd_handle *h)
+{
+  return nbd_aio_is_dead (h) || nbd_aio_is_closed (h);
+}
+
 int
 main (int argc, char *argv[])
 {
-  struct nbd_handle *h[MAX_CONNS];
+  static struct nbd_handle *h[MAX_CONNS];
+  static struct pollfd pfd[MAX_CONNS];
   int conns = 4, depth = 16, i;
   uint64_t nops = 20000, issued = 0, seed = 1;
-  const char *sock, *dump = NULL;
+  const char *sock, *dump = NULL, *verify = NULL;
   int opt;
+  bool server_gone = false;
 
   if (argc == 4 && strcmp (argv[1], "--compare") == 0)
     return compare_file (argv[2], argv[3]);
 
-  while ((opt = getopt (argc, argv, "c:d:n:s:m:Z:")) != -1) {
+  while ((opt = getopt (argc, argv, "c:d:n:s:m:Z:C:V:EL:q")) != -1) {
     switch (opt) {
     case 'c': conns = atoi (optarg); break;
     case 'd': depth = atoi (optarg); break;
@@ -291,24 +509,33 @@ main (int argc, char *argv[])
     case 's': seed = strtoull (optarg, NULL, 10); break;
     case 'm': dump = optarg; break;
     case 'Z': zalign = strtoull (optarg, NULL, 10); break;
+    case 'C': crash_state = optarg; break;
+    case 'V': verify = optarg; break;
+    case 'E': expect_errors = true; break;
+    case 'L': lat_limit_ns = strtoull (optarg, NULL, 10) * 1000000ULL; break;
+    case 'q': quiet = true; break;
     default: goto usage;
     }
   }
   if (optind != argc - 1 || conns < 1 || conns > MAX_CONNS ||
       depth < 1 || conns * depth > MAX_INFLIGHT) {
   usage:
-    fprintf (stderr, "usage: integrity [-c CONNS] [-d DEPTH] [-n OPS] [-s SEED] [-m MODEL] [-Z ALIGN] SOCKET\n"
+    fprintf (stderr, "usage: integrity [-c CONNS] [-d DEPTH] [-n OPS] [-s SEED] [-m MODEL] [-Z ALIGN]\n"
+                     "                 [-C STATE] [-E] [-L MS] [-q] SOCKET\n"
+                     "       integrity -V STATE SOCKET\n"
                      "       integrity --compare FILE MODEL\n");
     return EXIT_FAILURE;
   }
   sock = argv[optind];
   rng_state = seed * 0x9E3779B97F4A7C15ULL + 1;
+  if (verify)
+    conns = 1;
 
   for (i = 0; i < conns; ++i) {
     h[i] = nbd_create ();
     if (h[i] == NULL || nbd_connect_unix (h[i], sock) == -1) {
       fprintf (stderr, "integrity: connect %s: %s\n", sock, nbd_get_error ());
-      return EXIT_FAILURE;
+      return crash_state ? 3 : EXIT_FAILURE;
     }
   }
   size = nbd_get_size (h[0]);
@@ -320,75 +547,144 @@ main (int argc, char *argv[])
     fprintf (stderr, "integrity: export size %" PRIu64 " not in 1..2G\n", size);
     return EXIT_FAILURE;
   }
+  if (verify)
+    return verify_state (h[0], verify);
+
   model = calloc (size, 1);
   known = calloc (size, 1);
+  if (crash_state) {
+    ackseq = calloc (size, sizeof *ackseq);
+    durable = calloc (size, 1);
+    if (!ackseq || !durable) {
+      perror ("calloc");
+      return EXIT_FAILURE;
+    }
+  }
 
   /* Start from the disk's actual contents: read it all once. */
   for (uint64_t off = 0; off < size; off += 1 << 20) {
     uint64_t l = size - off < (1 << 20) ? size - off : (1 << 20);
     if (nbd_pread (h[0], model + off, l, off, 0) == -1) {
       fprintf (stderr, "integrity: initial read: %s\n", nbd_get_error ());
-      return EXIT_FAILURE;
+      return crash_state ? 3 : EXIT_FAILURE;
     }
   }
   memset (known, 1, size);
+  if (crash_state) {
+    printf ("integrity: workload started\n");
+    fflush (stdout);
+  }
+  started = true;
 
   {
-    int maxinfl = 0;
+    int maxinfl = 0, alive;
     for (;;) {
-      struct pollfd pfd[MAX_CONNS];
       int total = 0;
 
       for (i = 0; i < conns; ++i)
-        while (issued < nops && inflight_conn[i] < depth && issue (h[i], i))
+        while (issued < nops && inflight_conn[i] < depth && !conn_gone (h[i]) &&
+               issue (h[i], i))
           issued++;
       for (i = 0; i < conns; ++i)
         total += inflight_conn[i];
       if (total > maxinfl)
         maxinfl = total;
-      if (total == 0 && issued >= nops)
-        break;
+      alive = 0;
       for (i = 0; i < conns; ++i) {
-        unsigned dir = nbd_aio_get_direction (h[i]);
-        pfd[i].fd = nbd_aio_get_fd (h[i]);
+        unsigned dir;
+        pfd[i].fd = -1;
         pfd[i].events = 0;
+        pfd[i].revents = 0;
+        if (conn_gone (h[i]))
+          continue;
+        alive++;
+        dir = nbd_aio_get_direction (h[i]);
+        pfd[i].fd = nbd_aio_get_fd (h[i]);
         if (dir & LIBNBD_AIO_DIRECTION_READ) pfd[i].events |= POLLIN;
         if (dir & LIBNBD_AIO_DIRECTION_WRITE) pfd[i].events |= POLLOUT;
+      }
+      if (total == 0 && (issued >= nops || alive == 0))
+        break;
+      if (alive == 0) {
+        fprintf (stderr, "integrity: every connection is gone with %d in flight\n", total);
+        return EXIT_FAILURE;
       }
       if (poll (pfd, conns, 30000) <= 0) {
         fprintf (stderr, "integrity: no progress for 30s (%d in flight)\n", total);
         return EXIT_FAILURE;
       }
       for (i = 0; i < conns; ++i) {
+        if (pfd[i].fd < 0)
+          continue;
         if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
           nbd_aio_notify_read (h[i]);
         else if (pfd[i].revents & POLLOUT)
           nbd_aio_notify_write (h[i]);
       }
     }
+    for (i = 0; i < conns; ++i)
+      if (conn_gone (h[i]))
+        server_gone = true;
     printf ("integrity: %" PRIu64 " ops over %d connections, max %d in flight "
             "(reads %" PRIu64 " writes %" PRIu64 " zeroes %" PRIu64 " trims %"
             PRIu64 " flushes %" PRIu64 ", %" PRIu64 " unaligned)\n",
             issued, conns, maxinfl, done_by_kind[K_READ], done_by_kind[K_WRITE],
             done_by_kind[K_ZERO], done_by_kind[K_TRIM], done_by_kind[K_FLUSH],
             unaligned_ops);
+    printf ("integrity: max latency ms: read %.1f write %.1f zero %.1f trim %.1f flush %.1f\n",
+            max_lat_ns[K_READ] / 1e6, max_lat_ns[K_WRITE] / 1e6, max_lat_ns[K_ZERO] / 1e6,
+            max_lat_ns[K_TRIM] / 1e6, max_lat_ns[K_FLUSH] / 1e6);
+    if (expect_errors || errors)
+      printf ("integrity: failed requests: %" PRIu64 " (read %" PRIu64 " write %" PRIu64
+              " zero %" PRIu64 " trim %" PRIu64 " flush %" PRIu64 ")\n", errors,
+              errors_by_kind[K_READ], errors_by_kind[K_WRITE], errors_by_kind[K_ZERO],
+              errors_by_kind[K_TRIM], errors_by_kind[K_FLUSH]);
   }
 
-  /* Everything once more, in order, on another connection. */
+  if (crash_state) {
+    /* If the server survived the whole run, a last flush makes
+     * everything durable.
+     */
+    if (!server_gone && can_flush && nbd_flush (h[0], 0) == 0)
+      durable_upto = ack_counter;
+    if (save_crash_state () == -1)
+      return EXIT_FAILURE;
+    printf ("integrity: %" PRIu64 " mismatched bytes, %" PRIu64 " errors%s\n",
+            mismatches, errors, server_gone ? " (server gone)" : "");
+    for (i = 0; i < conns; ++i)
+      nbd_close (h[i]);
+    return mismatches || errors ? EXIT_FAILURE : EXIT_SUCCESS;
+  }
+  if (server_gone) {
+    fprintf (stderr, "integrity: the server went away\n");
+    return EXIT_FAILURE;
+  }
+
+  /* Everything once more, in order, on another connection (in 64 KiB
+   * pieces under fault injection, so that one error skips little).
+   */
   {
+    uint64_t chunk = expect_errors ? 65536 : 1 << 20, read_fail = 0;
     struct op o = { .kind = K_READ, .conn = conns - 1, .len = 0 };
-    uint8_t *buf = malloc (1 << 20);
-    for (uint64_t off = 0; off < size; off += 1 << 20) {
+    uint8_t *buf = malloc (chunk);
+    for (uint64_t off = 0; off < size; off += chunk) {
       o.off = off;
-      o.len = size - off < (1 << 20) ? size - off : (1 << 20);
+      o.len = size - off < chunk ? size - off : chunk;
       o.buf = buf;
       if (nbd_pread (h[conns - 1], buf, o.len, off, 0) == -1) {
+        if (expect_errors) {
+          read_fail++;
+          continue;
+        }
         fprintf (stderr, "integrity: final read: %s\n", nbd_get_error ());
         return EXIT_FAILURE;
       }
       check_read (&o);
     }
     free (buf);
+    if (read_fail)
+      printf ("integrity: final pass: %" PRIu64 " reads of %" PRIu64 " bytes failed\n",
+              read_fail, chunk);
   }
   if (can_flush)
     nbd_flush (h[0], 0);
@@ -397,21 +693,17 @@ main (int argc, char *argv[])
     nbd_close (h[i]);
   }
 
-  if (dump) {
-    char maskpath[4096];
-    FILE *f;
-    snprintf (maskpath, sizeof maskpath, "%s.mask", dump);
-    if ((f = fopen (dump, "wb")) == NULL || fwrite (model, 1, size, f) != size || fclose (f)) {
-      perror (dump);
-      return EXIT_FAILURE;
-    }
-    if ((f = fopen (maskpath, "wb")) == NULL || fwrite (known, 1, size, f) != size || fclose (f)) {
-      perror (maskpath);
-      return EXIT_FAILURE;
-    }
-  }
+  if (dump && save_pair (dump, model, known) == -1)
+    return EXIT_FAILURE;
 
   printf ("integrity: %" PRIu64 " mismatched bytes, %" PRIu64 " errors\n",
           mismatches, errors);
+  if (slow_ops) {
+    printf ("integrity: %" PRIu64 " requests took longer than %" PRIu64 " ms\n",
+            slow_ops, lat_limit_ns / 1000000);
+    return EXIT_FAILURE;
+  }
+  if (expect_errors)
+    return mismatches ? EXIT_FAILURE : EXIT_SUCCESS;
   return mismatches || errors ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -28,7 +28,8 @@
  *             acknowledged, 2 = acknowledged and made durable by a FUA
  *             write or a flush that completed and was sent after the
  *             acknowledgement.  Exit 0, or 3 if the server died before
- *             the workload started (nothing written then).
+ *             the workload started (nothing written then).  Also
+ *             printed with -E.
  *   -V STATE  verify only: read the whole export and check it against
  *             STATE (bytes with a non-zero mask); prints the bytes lost.
  *   -E        errors expected (fault injection): a failed request is
@@ -570,7 +571,7 @@ main (int argc, char *argv[])
     }
   }
   memset (known, 1, size);
-  if (crash_state) {
+  if (crash_state || expect_errors) {
     printf ("integrity: workload started\n");
     fflush (stdout);
   }

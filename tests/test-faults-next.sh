@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Fault injection through the "next" path: nbdkit's error filter below
+# the deadline filter fails a share of reads, writes, trims and zeroes
+# with EIO while the integrity tester runs 64 requests in flight over 4
+# connections.  Every injected error must reach a client as an error
+# (with merging off, one to one: the count of failed requests equals
+# the count the error filter injected), every other request succeeds and
+# reads back what the model says, nothing hangs, and once the errors
+# stop the same server serves a clean verified run.
+#
+#   FAULT_OPS (default 12000 per run; make check-long: 200000)
+source "$(dirname "$0")/functions.sh"
+requires_filter
+requires test -x ./integrity
+requires test -f "$($NBDKIT --dump-config | sed -n 's/^filterdir=//p')/nbdkit-error-filter.so"
+
+ops=${FAULT_OPS:-12000}
+errfile=$tmpdir/errors-on
+fails=0
+
+# wait_started LOG PID: until the client has read the disk and runs.
+wait_started ()
+{
+    local i
+    for (( i=0; i<400; i++ )); do
+        grep -q 'workload started' "$1" && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+
+# run NAME RATE [FILTER-ARGS...]
+run ()
+{
+    local name=$1 rate=$2 sock=$tmpdir/$1 client rc injected failed finalfail
+    shift 2
+    rm -f "$errfile"
+    start_nbdkit "$sock" --log=stderr --filter="$FILTER" --filter=error memory 64M \
+        error-rate="$rate" error-file="$errfile" "$@" || return 1
+    grep -q 'dispatch=auto -> next' "$sock.log" || { echo "FAIL: $name: not the next path"; return 1; }
+
+    timeout 300 ./integrity -E -q -c 4 -d 16 -n "$ops" -s 11 -m "$tmpdir/model" "$sock" \
+        >"$tmpdir/$name.out" 2>&1 &
+    client=$!
+    wait_started "$tmpdir/$name.out" $client || { echo "FAIL: $name: client did not start"; cat "$tmpdir/$name.out"; return 1; }
+    touch "$errfile"
+    rc=0; wait $client || rc=$?
+    rm -f "$errfile"
+    cat "$tmpdir/$name.out"
+    [ $rc = 0 ] || { echo "FAIL: $name: client rc $rc (mismatch, hang or lost server)"; return 1; }
+
+    injected=$(grep -c 'error: injecting EIO error' "$sock.log")
+    failed=$(sed -n 's/.*failed requests: \([0-9]*\).*/\1/p' "$tmpdir/$name.out")
+    finalfail=$(sed -n 's/.*final pass: \([0-9]*\) reads.*/\1/p' "$tmpdir/$name.out")
+    failed=$(( ${failed:-0} + ${finalfail:-0} ))
+    echo "$name: injected $injected errors below the filter; $failed requests failed at the client"
+    [ "$injected" -gt 0 ] || { echo "FAIL: $name: no error was injected"; return 1; }
+    if [ "$name" = nomerge ]; then
+        [ "$failed" = "$injected" ] || { echo "FAIL: $name: $injected injected but $failed failed"; return 1; }
+    else
+        # A merged unit that fails fails every request in it.
+        [ "$failed" -ge "$injected" ] || { echo "FAIL: $name: $injected injected but only $failed failed"; return 1; }
+    fi
+
+    # The server keeps serving: what was acknowledged is there, and a
+    # clean run passes.
+    ./integrity -V "$tmpdir/model" "$sock" || { echo "FAIL: $name: acknowledged data lost"; return 1; }
+    ./integrity -c 4 -d 16 -n 5000 -s 12 "$sock" | tail -1 || { echo "FAIL: $name: clean run after the errors"; return 1; }
+    stop_nbdkit "$sock"
+}
+
+run nomerge 5% deadline-max-merge=0 || fails=$((fails+1))
+run merged 3% || fails=$((fails+1))
+# Reads only, and a high rate with a deep device queue.
+run reads 10% error-pwrite-rate=0 error-trim-rate=0 error-zero-rate=0 deadline-depth=8 || fails=$((fails+1))
+run heavy 30% deadline-depth=16 || fails=$((fails+1))
+
+[ $fails = 0 ] || exit 1
+echo "$0: PASS"

@@ -135,7 +135,7 @@ request (const char *line, struct reply *r)
   struct timeval tv = { .tv_sec = TIMEOUT_S };
   size_t len = 0, cap = 8192, line_len = strlen (line);
   char *p, *nl;
-  int fd;
+  int fd, send_errno = 0;
 
   if (strlen (sock_path) >= sizeof sa.sun_path)
     die ("%s: socket path too long", sock_path);
@@ -148,8 +148,14 @@ request (const char *line, struct reply *r)
   if (connect (fd, (struct sockaddr *) &sa, sizeof sa) < 0)
     die ("%s: %s", sock_path, strerror (errno));
   if (send (fd, line, line_len, MSG_NOSIGNAL) != (ssize_t) line_len ||
-      send (fd, "\n", 1, MSG_NOSIGNAL) != 1)
-    die ("%s: sending: %s", sock_path, strerror (errno));
+      send (fd, "\n", 1, MSG_NOSIGNAL) != 1) {
+    /* The server may have answered and closed already (a refusal):
+     * read what it said before giving up.
+     */
+    if (errno != EPIPE && errno != ECONNRESET)
+      die ("%s: sending: %s", sock_path, strerror (errno));
+    send_errno = errno;
+  }
 
   r->buf = malloc (cap);
   if (r->buf == NULL)
@@ -168,6 +174,8 @@ request (const char *line, struct reply *r)
     n = recv (fd, r->buf + len, cap - len - 1, 0);
     if (n < 0 && errno == EINTR)
       continue;
+    if (n < 0 && errno == ECONNRESET && (len > 0 || send_errno))
+      break;
     if (n < 0)
       die ("%s: %s", sock_path,
            errno == EAGAIN ? "no answer within 5 s" : strerror (errno));
@@ -177,6 +185,8 @@ request (const char *line, struct reply *r)
   }
   close (fd);
   r->buf[len] = '\0';
+  if (len == 0 && send_errno)
+    die ("%s: sending: %s", sock_path, strerror (send_errno));
 
   if (strncmp (r->buf, "ok\n", 3) != 0) {
     nl = strchr (r->buf, '\n');
@@ -708,7 +718,6 @@ main (int argc, char **argv)
     reply_free (&r);
     return 0;
   }
-  fprintf (stderr, "%s: unknown command '%s'\n", progname, cmd);
-  usage (stderr);
+  fprintf (stderr, "%s: unknown command '%s' (see --help)\n", progname, cmd);
   return 2;
 }

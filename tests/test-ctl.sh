@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The control socket and nbd-deadline-ctl against a real nbdkit with the
+# filter: the socket is owner-only; stats reflect the I/O done; get/set
+# round-trip, bad keys and values are refused with one line naming the
+# key and change nothing; set changes behaviour measurably (a short
+# read_expire shows in read expiries); the scheduler switches at run
+# time; --json, --prometheus, --raw and top work.
+source "$(dirname "$0")/functions.sh"
+set -e
+requires_filter
+requires test -x ./integrity
+CTL=$abs_top_builddir/src/ctl/nbd-deadline-ctl
+requires test -x "$CTL"
+
+disk=$tmpdir/disk.img
+truncate -s 64M "$disk"
+ctl_sock=$tmpdir/ctl
+sock=$tmpdir/nbd
+# The delay filter below makes the device slow (and dispatch "next"),
+# so that requests wait in the scheduler long enough to expire.
+start_nbdkit "$sock" --filter="$FILTER" --filter=delay file "$disk" \
+    delay-read=2ms delay-write=2ms deadline-control="$ctl_sock"
+ctl () { "$CTL" -s "$ctl_sock" "$@"; }
+val () { ctl --raw stats | awk -v k="$1" '$1 == k { print $2 }'; }
+fail () { echo "FAIL: $*"; exit 1; }
+
+# Owner-only.
+[ -S "$ctl_sock" ] || fail "no control socket"
+mode=$(stat -c %a "$ctl_sock")
+[ "$mode" = 600 ] || fail "control socket mode $mode, not 600"
+ctl ping | grep -qx ok
+
+# A second nbdkit may not take a live socket.
+if $NBDKIT -U - --filter="$FILTER" memory 1M deadline-control="$ctl_sock" \
+       --run true 2>"$tmpdir/err"; then
+    fail "a second nbdkit took a live control socket"
+fi
+grep -q "deadline-control: $ctl_sock: in use by another process" "$tmpdir/err" ||
+    { cat "$tmpdir/err"; fail "in-use message"; }
+
+# Stats reflect I/O done.
+[ "$(val completed_total)" = 0 ] || fail "completed_total not 0 before I/O"
+ctl set read_expire=3600s >/dev/null
+./integrity -c 2 -d 16 -n 1500 -s 11 "$sock" >/dev/null
+reads=$(val reads_total); writes=$(val writes_total); done_=$(val completed_total)
+echo "after the first run: reads=$reads writes=$writes completed=$done_"
+[ "$reads" -gt 0 ] && [ "$writes" -gt 0 ] || fail "reads/writes not counted"
+[ "$done_" -ge 1500 ] || fail "completed_total $done_ < 1500"
+[ "$(val read_bytes_total)" -gt 0 ] || fail "read_bytes_total"
+[ "$(val read_latency_count)" -gt 0 ] || fail "read latency count"
+awk -v p50="$(val read_latency_p50_us)" 'BEGIN { exit !(p50 > 0) }' ||
+    fail "read p50 is 0"
+[ "$(val inflight)" = 0 ] || fail "inflight not 0 when idle"
+exp1=$(val read_expired_total)
+[ "$exp1" = 0 ] || fail "reads expired with read_expire=3600s ($exp1)"
+
+# set changes behaviour: the same workload with read_expire=1ms.
+ctl set read-expire=1ms | grep -qx 'read_expire *1ms' || fail "set output"
+./integrity -c 2 -d 16 -n 1500 -s 12 "$sock" >/dev/null
+exp2=$(val read_expired_total)
+echo "read expiries: $exp1 with read_expire=3600s, $exp2 after read_expire=1ms"
+[ "$exp2" -gt 0 ] || fail "read_expire=1ms caused no read expiries"
+
+# get / set round trip, several keys at once, dashes or underscores.
+ctl set fifo_batch=8 seek-cost=4 front_merges=off >/dev/null
+[ "$(ctl --raw get fifo-batch seek_cost front_merges | tr '\n' ' ')" = \
+  "fifo_batch 8 seek_cost 4 front_merges off " ] || fail "get after set"
+ctl --raw get | grep -qx 'read_expire 1ms' || fail "get all"
+
+# Bad keys and values: refused, one line naming the key, nothing changed.
+refuse ()
+{
+    local expect=$1 out
+    shift
+    if out=$(ctl "$@" 2>&1); then
+        fail "accepted: $*"
+    fi
+    [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "not one line: $out"
+    case "$out" in
+        *"$expect"*) echo "refused: $* -> $out" ;;
+        *) fail "$*: '$out' does not name $expect" ;;
+    esac
+}
+refuse "unknown tunable 'bogus'" set bogus=1
+refuse "read_expire" set read_expire=1x
+refuse "read_expire" set read_expire=0
+refuse "fifo_batch" set fifo_batch=-3
+refuse "max_merge" set max_merge=1T
+refuse "scheduler" scheduler cfq
+refuse "unknown tunable 'depth'" get depth
+refuse "not KEY=VALUE" set fifo_batch
+# One bad value among good ones changes none of them.
+refuse "seek_cost" set fifo_batch=99 seek_cost=x
+[ "$(ctl --raw get fifo_batch | cut -d' ' -f2)" = 8 ] || fail "partial set applied"
+refuse "unknown command" frobnicate
+
+
+# Scheduler switch at run time, with I/O still correct.
+ctl scheduler noop | grep -qx 'scheduler *noop' || fail "scheduler noop"
+[ "$(val scheduler)" = noop ] || fail "stats scheduler after switch"
+./integrity -c 2 -d 16 -n 500 -s 13 "$sock" >/dev/null
+ctl scheduler elevator >/dev/null
+./integrity -c 2 -d 16 -n 500 -s 14 "$sock" >/dev/null
+ctl scheduler deadline >/dev/null
+[ "$(val scheduler)" = deadline ] || fail "back to deadline"
+[ "$(val failed_total)" = 0 ] || fail "failed requests"
+
+# Formats.
+if command -v jq >/dev/null 2>&1; then
+    n=$(ctl --json stats | jq '.completed_total')
+    [ "$n" -ge 3500 ] || fail "json completed_total $n"
+    [ "$(ctl --json stats | jq -r '.scheduler')" = deadline ] || fail "json string"
+    [ "$(ctl --json get | jq -r '.read_expire')" = 1ms ] || fail "json get"
+else
+    echo "jq not installed: JSON only checked for its first line"
+    ctl --json stats | head -1 | grep -qx '{'
+fi
+prom=$(ctl --prometheus stats)
+grep -q '^# TYPE nbd_deadline_reads_total counter$' <<<"$prom" || fail "prometheus counter"
+grep -q '^nbd_deadline_reads_total{export="ctl"} [1-9]' <<<"$prom" || fail "prometheus value"
+grep -q '^# TYPE nbd_deadline_read_latency_seconds summary$' <<<"$prom" || fail "summary"
+grep -q '^nbd_deadline_read_latency_seconds{export="ctl",quantile="0.99"} ' <<<"$prom" ||
+    fail "quantile"
+grep -q '^nbd_deadline_info{export="ctl",backing=' <<<"$prom" || fail "info"
+# Every sample line is NAME{LABELS} NUMBER.
+if grep -v '^#' <<<"$prom" | grep -Ev '^[a-z_]+\{[^}]*\} [0-9.e+-]+$'; then
+    fail "malformed Prometheus lines above"
+fi
+
+# Human output and top.
+ctl stats | grep -q '^latency ' || fail "stats text"
+out=$(ctl top -n 2 -d 0.2)
+[ "$(grep -c '^nbd-deadline-ctl top' <<<"$out")" = 2 ] || fail "top did not refresh twice"
+
+# A dead socket is an error, not a hang.
+stop_nbdkit "$sock"
+[ ! -e "$ctl_sock" ] || fail "control socket left behind"
+if ctl stats 2>"$tmpdir/err"; then fail "stats on a stopped export"; fi
+grep -q "$ctl_sock" "$tmpdir/err" || fail "error does not name the socket"
+echo "$0: PASS"

@@ -35,6 +35,7 @@ struct engine {
   bool tunables_pending;
   struct dl_tunables new_tunables;
   uint64_t submitted;           /* atomic: requests submitted */
+  uint64_t outstanding;         /* atomic: submitted, not yet completed */
 
   /* The loop thread's. */
   pthread_t thread;

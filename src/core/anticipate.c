@@ -19,8 +19,8 @@
  *     completed (mean think time within anticipate) and near it (mean
  *     distance within ANTIC_NEAR), and if it does not keep several reads
  *     in flight (then it is never idle and needs no waiting).  This is
- *     learned per stream (the caller's connection), so a random reader
- *     or a writer never makes the disk idle.  A new reader is given the
+ *     learned per reader (followed by locality: see reader_for), so a
+ *     random reader or a writer never makes the disk idle.  A new reader is given the
  *     benefit of the doubt for its first reads, as in the 2003 design.
  *   - An expired write ends any wait: deadlines come first.
  *
@@ -55,29 +55,92 @@ enabled (const struct dl_sched *s)
   return s->t.anticipate_ns > 0 && s->t.policy == DL_POLICY_DEADLINE;
 }
 
-/* The stream's slot; with create, a free or the least recent one. */
-static struct dl_stream *
-stream_slot (struct dl_sched *s, uint64_t id, bool create)
+static uint64_t
+last_seen (const struct dl_stream *st)
 {
-  struct dl_stream *victim = NULL;
+  return st->last_arrival_ns > st->last_done_ns
+    ? st->last_arrival_ns : st->last_done_ns;
+}
+
+static uint64_t
+distance (uint64_t a, uint64_t b)
+{
+  return a > b ? a - b : b - a;
+}
+
+/* A reader's slot from the key its reads carry (O(1): the key holds the
+ * slot's index), or NULL if the slot has since gone to another reader.
+ */
+static struct dl_stream *
+reader_slot (struct dl_sched *s, uint64_t key)
+{
+  struct dl_stream *st;
+
+  if (key == 0)
+    return NULL;
+  st = &s->streams[key % DL_STREAMS];
+  return st->key == key ? st : NULL;
+}
+
+/* Who sent this read?  NBD says only which connection brought it, and
+ * that is a poor name for a reader: nbdfuse and the kernel's client
+ * spread one reader's reads over several connections, and one kernel
+ * connection carries every process's.  What the disk cares about is
+ * where the next read lands, so a reader is followed by locality first:
+ *
+ *   1. the reader last seen on this connection, if the read lands near
+ *      where its last read ended;
+ *   2. else the nearest reader idle since a recent completion (its
+ *      next read may come on any connection): the reader waited for
+ *      wins a tie;
+ *   3. else the connection's reader, farther away (a reader that seeks:
+ *      its mean distance will say that waiting for it does not pay; a
+ *      random reader on one connection thus stays one reader, who keeps
+ *      reads in flight and never makes the device wait);
+ *   4. else a new reader, in a free or the least recently seen slot.
+ */
+static struct dl_stream *
+reader_for (struct dl_sched *s, const struct dl_req *r, uint64_t now)
+{
+  const uint64_t adopt_ns = 10 * s->t.anticipate_ns;
+  struct dl_stream *same_conn = NULL, *near = NULL, *victim = NULL;
+  uint64_t near_dist = UINT64_MAX;
   size_t i;
 
+  if (r->stream == 0)
+    return NULL;                /* unknown origin: not followed */
   for (i = 0; i < DL_STREAMS; i++) {
     struct dl_stream *st = &s->streams[i];
-    uint64_t seen = st->last_arrival_ns > st->last_done_ns
-      ? st->last_arrival_ns : st->last_done_ns;
+    uint64_t d;
 
-    if (st->id == id)
-      return st;
-    if (victim == NULL || st->id == 0 ||
-        (victim->id != 0 && seen < (victim->last_arrival_ns > victim->last_done_ns
-                                    ? victim->last_arrival_ns : victim->last_done_ns)))
+    if (st->key == 0) {
+      if (victim == NULL || victim->key != 0)
+        victim = st;
+      continue;
+    }
+    if (victim == NULL || (victim->key != 0 && last_seen (st) < last_seen (victim)))
       victim = st;
+    d = distance (r->offset, st->last_end);
+    if (st->conn == r->stream &&
+        (same_conn == NULL || last_seen (st) > last_seen (same_conn)))
+      same_conn = st;
+    if (d <= ANTIC_NEAR && st->last_done_ns >= st->last_arrival_ns &&
+        st->last_done_ns != 0 && now - st->last_done_ns <= adopt_ns &&
+        (d < near_dist ||
+         (d == near_dist && s->antic.on && s->antic.reader == st->key))) {
+      near = st;
+      near_dist = d;
+    }
   }
-  if (!create)
-    return NULL;
+  if (same_conn && distance (r->offset, same_conn->last_end) <= ANTIC_NEAR)
+    return same_conn;
+  if (near)
+    return near;
+  if (same_conn)
+    return same_conn;
   memset (victim, 0, sizeof *victim);
-  victim->id = id;
+  s->stream_gen++;
+  victim->key = s->stream_gen * DL_STREAMS + (uint64_t) (victim - s->streams);
   return victim;
 }
 
@@ -99,17 +162,21 @@ antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now)
 {
   struct dl_stream *st;
 
-  if (r->stream == 0 || !enabled (s))
+  r->reader = 0;
+  if (!enabled (s))
     return;
-  st = stream_slot (s, r->stream, true);
+  st = reader_for (s, r, now);
+  if (st == NULL)
+    return;
+  r->reader = st->key;
+  if (r->stream != 0)
+    st->conn = r->stream;
   if (st->last_done_ns != 0 && st->last_done_ns >= st->last_arrival_ns) {
     /* Its previous read had completed: a dependent read. */
     uint64_t think = now >= st->last_done_ns ? now - st->last_done_ns : 0;
-    uint64_t dist = r->offset >= st->last_end ? r->offset - st->last_end
-                                              : st->last_end - r->offset;
 
     st->think_ns = ewma (st->think_ns, think, st->dependent);
-    st->seek = ewma (st->seek, dist, st->dependent);
+    st->seek = ewma (st->seek, distance (r->offset, st->last_end), st->dependent);
     st->dependent++;
   }
   else if (st->last_arrival_ns != 0)
@@ -120,7 +187,7 @@ antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now)
   }
   st->last_arrival_ns = now;
 
-  if (s->antic.on && s->antic.stream == r->stream) {
+  if (s->antic.on && s->antic.reader == st->key) {
     if (s->antic.counted)
       s->st.antic_hits++;
     s->antic.on = false;
@@ -135,16 +202,16 @@ antic_read_dispatched (struct dl_sched *s, struct dl_req *u)
   struct dl_stream *st;
 
   s->antic.extend = false;
-  if (!enabled (s) || u->stream == 0)
+  if (!enabled (s))
     return;
-  st = stream_slot (s, u->stream, false);
+  st = reader_slot (s, u->reader);
   if (st == NULL || !pays (s, st)) {
-    if (s->antic.on && s->antic.stream == u->stream)
+    if (s->antic.on && s->antic.reader == u->reader)
       s->antic.on = false;
     return;
   }
   s->antic.on = true;
-  s->antic.stream = u->stream;
+  s->antic.reader = u->reader;
   s->antic.unit = u;
   s->antic.until = UINT64_MAX;
   s->antic.counted = false;
@@ -159,7 +226,7 @@ antic_read_done (struct dl_sched *s, struct dl_req *u, uint64_t now)
   if (!enabled (s))
     return;
   for (m = u; m; m = m->next_member) {
-    struct dl_stream *st = m->stream ? stream_slot (s, m->stream, false) : NULL;
+    struct dl_stream *st = reader_slot (s, m->reader);
 
     if (st) {
       st->last_done_ns = now;

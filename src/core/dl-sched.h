@@ -146,6 +146,7 @@ struct dl_req {
   uint8_t dir;
   uint8_t state;
   uint8_t in_late;              /* fifo.c: in late_node's tree, not the list */
+  uint64_t reader;              /* anticipate.c: the reader it was taken for */
   RB_ENTRY(dl_req) live_node;   /* hazard.c */
   union {
     TAILQ_ENTRY(dl_req) fifo_link; /* fifo.c, or hazard.c's held list */

@@ -54,7 +54,8 @@ struct dl_sched {
 
   /* anticipate.c: what dependent readers do, and the wait in force. */
   struct dl_stream {
-    uint64_t id;                /* the dl_req stream; 0 = free slot */
+    uint64_t key;               /* its readers' dl_req.reader; 0 = free slot */
+    uint64_t conn;              /* the dl_req stream (connection) last seen */
     uint64_t last_arrival_ns;   /* its last read's arrival */
     uint64_t last_done_ns;      /* its last read's completion */
     uint64_t last_end;          /* ... and where that read ended */
@@ -62,9 +63,10 @@ struct dl_sched {
     uint64_t seek;              /* mean distance to the next read (EWMA) */
     uint32_t dependent, overlapped; /* reads after / before a completion */
   } streams[DL_STREAMS];
+  uint64_t stream_gen;          /* makes each slot's key unique */
   struct {
     bool on;
-    uint64_t stream;            /* the reader waited for */
+    uint64_t reader;            /* the reader waited for (its key) */
     struct dl_req *unit;        /* its read at the device, or NULL */
     uint64_t until;             /* end of the wait once that read is done */
     bool counted;               /* the device has waited (stats) */

@@ -149,6 +149,59 @@ main (void)
   serve_read (s, 4 * (512ULL << 20), READER);
   writes_go_next (s);
 
+  /* A reader is followed by where it reads, not by the connection that
+   * brings its reads: nbdfuse and the kernel's client spread one cat
+   * over several connections.  Each read here comes on another of four
+   * connections, close to the last: the device still waits, and each
+   * read ends the wait (a hit).
+   */
+  s = mksched (&t, 1);
+  flood (s, 8);
+  serve_read (s, 0, 1);
+  for (i = 1; i <= 3; i++) {
+    CHECK (dl_dispatch (s, now) == NULL);
+    now += 1 * MS;
+    read_from (s, 1 + i % 4, (uint64_t) i * 8 * KiB);
+    u = dl_dispatch (s, now);
+    REQUIRE (u != NULL);
+    CHECK_EQ (u->op, DL_OP_READ);
+    now += 1 * MS;
+    dl_complete (s, u, now);
+  }
+  CHECK_EQ (stats (s).antic_hits, 3);
+  serve_some (s, 100);          /* the timer passes: the writes go */
+  now = dl_next_timer (s, now);
+  serve_some (s, 100);
+  finish (s);
+
+  /* A reader that keeps several reads in flight (fio at depth 8, random
+   * offsets, one connection) is never waited for, even though another
+   * reader's next read may land near one of its reads.
+   */
+  s = mksched (&t, 1);
+  flood (s, 64);
+  {
+    struct dl_req *inflight[8];
+    int k;
+
+    for (i = 0; i < 6; i++) {
+      for (k = 0; k < 8; k++)
+        read_from (s, 9, ((uint64_t) (i * 8 + k) * 2654435761u % 4096) << 20);
+      for (k = 0; k < 8; k++) {
+        inflight[k] = dl_dispatch (s, now);
+        REQUIRE (inflight[k] != NULL);
+        if (inflight[k]->op != DL_OP_READ) {  /* a write batch: let it be */
+          dl_complete (s, inflight[k], now);
+          k--;
+        }
+      }
+      now += 1 * MS;
+      for (k = 0; k < 8; k++)
+        dl_complete (s, inflight[k], now);
+    }
+  }
+  writes_go_next (s);
+
   /* Requests of unknown origin (stream 0) never make the device wait. */
   s = mksched (&t, 1);
   flood (s, 8);

@@ -3,12 +3,12 @@
 #
 #   bench/bench-fio.sh [BACKING]
 #
-# Serves the same backing three ways (plain `nbdkit file`, the filter
-# with noop, the filter with deadline) and drives each with fio's nbd
-# engine: 64 KiB sequential read and write (MiB/s, depth 8), 4 KiB random
+# Serves the same backing four ways (plain `nbdkit file`, the same with
+# cache=none, the filter with noop, the filter with deadline) and drives
+# each with fio's nbd engine: 64 KiB sequential read and write (MiB/s, depth 8), 4 KiB random
 # read IOPS at depth 32, and 4 KiB random read latency at depth 1 (median
 # µs).  Each number is the median of RUNS runs; runs are interleaved
-# across the three servers so that drift hits all alike, and the page
+# across the servers so that drift hits all alike, and the page
 # cache is dropped before each run (plain nbdkit file reads through it;
 # the filter uses O_DIRECT).  Ratios are against plain.  For reference
 # the last column is fio on the backing itself with O_DIRECT and
@@ -82,9 +82,10 @@ start ()
     echo "bench-fio: $name did not start:" >&2; cat "$tmp/$name.log" >&2; exit 1
 }
 start plain file "$backing"
+start nocache file "$backing" cache=none
 start noop --filter="$FILTER" file "$backing" deadline-scheduler=noop deadline-depth="$DEPTH"
 start deadline --filter="$FILTER" file "$backing" deadline-scheduler=deadline deadline-depth="$DEPTH"
-configs=(plain noop deadline device)
+configs=(plain nocache noop deadline device)
 
 # job name, fio arguments, what to extract
 jobs=(
@@ -149,7 +150,7 @@ done
 
 printf '\nnbd-deadline fio benchmark: backing %s, deadline-depth=%s, nbdkit -t %s, %s s x %s runs (median)\n' \
     "$backing" "$DEPTH" "$THREADS" "$RUNTIME" "$RUNS"
-printf '%-34s %12s %12s %8s %12s %8s %12s\n' "test" "plain" "noop" "ratio" "deadline" "ratio" "dev O_DIRECT"
+printf '%-34s %12s %12s %12s %8s %12s %8s %12s\n' "test" "plain" "cache=none" "noop" "ratio" "deadline" "ratio" "dev O_DIRECT"
 for job in "${jobs[@]}"; do
     IFS='|' read -r name args what <<<"$job"
     case $name in
@@ -159,6 +160,7 @@ for job in "${jobs[@]}"; do
         lat1)     label="4 KiB rand read p50 lat us (qd 1)" ;;
     esac
     p=${result[$name,plain]} n=${result[$name,noop]} d=${result[$name,deadline]}
+    c=${result[$name,nocache]}
     v=${result[$name,device]}
     if [ "$what" = lat ]; then
         # For latency the "ratio" column is the difference in µs.
@@ -168,5 +170,5 @@ for job in "${jobs[@]}"; do
         rn=$(awk -v a="$n" -v b="$p" 'BEGIN{printf "%.2f", (b>0)?(a/b):0}')
         rd=$(awk -v a="$d" -v b="$p" 'BEGIN{printf "%.2f", (b>0)?(a/b):0}')
     fi
-    printf '%-34s %12s %12s %8s %12s %8s %12s\n' "$label" "$p" "$n" "$rn" "$d" "$rd" "$v"
+    printf '%-34s %12s %12s %12s %8s %12s %8s %12s\n' "$label" "$p" "$c" "$n" "$rn" "$d" "$rd" "$v"
 done

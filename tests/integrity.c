@@ -37,6 +37,8 @@
  *             its range unknown.  Exit 0 unless a read mismatched.
  *   -L MS     fail if any request took longer than MS milliseconds.
  *   -q        no per-error lines (with -E).
+ *   -r OFF,LEN  only this region (requests and checks), so that other
+ *             clients may write elsewhere at the same time.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -179,6 +181,7 @@ on_done (void *user_data, int *error)
 
   if (*error && crash_state &&
       (*error == ENOTCONN || *error == ECONNRESET || *error == EPIPE ||
+       *error == ESHUTDOWN ||
        nbd_aio_is_dead (o->h) || nbd_aio_is_closed (o->h))) {
     /* The server went away with this request in flight. */
     lost_conn_ops++;
@@ -229,6 +232,7 @@ on_done (void *user_data, int *error)
 
 /* Pick a range not overlapping anything in flight. */
 static uint64_t zalign;          /* -Z: zero/trim ranges aligned to this */
+static uint64_t rbase, rlen;     /* -r: the region (default: everything) */
 
 static bool
 pick_range (uint64_t *off, uint64_t *len, bool zero_or_trim)
@@ -255,6 +259,11 @@ pick_range (uint64_t *off, uint64_t *len, bool zero_or_trim)
     else {                      /* large, aligned to 512 */
       l = 512 * (1 + rnd_below (2048));
       o = 512 * rnd_below (size / 512);
+    }
+    if (rlen) {                 /* -r: fold into the region */
+      o = rbase + o % rlen;
+      if (o + l > rbase + rlen)
+        l = rbase + rlen - o;
     }
     if (o + l > size)
       l = size - o;
@@ -502,7 +511,7 @@ main (int argc, char *argv[])
   if (argc == 4 && strcmp (argv[1], "--compare") == 0)
     return compare_file (argv[2], argv[3]);
 
-  while ((opt = getopt (argc, argv, "c:d:n:s:m:Z:C:V:EL:q")) != -1) {
+  while ((opt = getopt (argc, argv, "c:d:n:s:m:Z:C:V:EL:qr:")) != -1) {
     switch (opt) {
     case 'c': conns = atoi (optarg); break;
     case 'd': depth = atoi (optarg); break;
@@ -515,6 +524,10 @@ main (int argc, char *argv[])
     case 'E': expect_errors = true; break;
     case 'L': lat_limit_ns = strtoull (optarg, NULL, 10) * 1000000ULL; break;
     case 'q': quiet = true; break;
+    case 'r':
+      if (sscanf (optarg, "%" SCNu64 ",%" SCNu64, &rbase, &rlen) != 2 || rlen == 0)
+        goto usage;
+      break;
     default: goto usage;
     }
   }
@@ -522,7 +535,7 @@ main (int argc, char *argv[])
       depth < 1 || conns * depth > MAX_INFLIGHT) {
   usage:
     fprintf (stderr, "usage: integrity [-c CONNS] [-d DEPTH] [-n OPS] [-s SEED] [-m MODEL] [-Z ALIGN]\n"
-                     "                 [-C STATE] [-E] [-L MS] [-q] SOCKET\n"
+                     "                 [-C STATE] [-E] [-L MS] [-q] [-r OFF,LEN] SOCKET\n"
                      "       integrity -V STATE SOCKET\n"
                      "       integrity --compare FILE MODEL\n");
     return EXIT_FAILURE;
@@ -571,6 +584,15 @@ main (int argc, char *argv[])
     }
   }
   memset (known, 1, size);
+  if (rlen) {
+    if (rbase >= size || rlen > size - rbase) {
+      fprintf (stderr, "integrity: -r %" PRIu64 ",%" PRIu64 " is not inside the export\n",
+               rbase, rlen);
+      return EXIT_FAILURE;
+    }
+    memset (known, 0, rbase);
+    memset (known + rbase + rlen, 0, size - rbase - rlen);
+  }
   if (crash_state || expect_errors) {
     printf ("integrity: workload started\n");
     fflush (stdout);

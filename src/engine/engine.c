@@ -344,7 +344,7 @@ poll_briefly (struct engine *e)
     for (i = 0;; ++i) {
       if (io_uring_cq_ready (&e->ring)) {
         direct_reap (e);
-        pump (e);
+        on_wake (e->loop, &e->wake, 0);   /* the inbox too, then pump */
         break;
       }
       if (__atomic_load_n (&e->inbox_head, __ATOMIC_RELAXED) != NULL) {

@@ -146,7 +146,8 @@ struct engine_stats {
   uint64_t inflight_max;        /* most units seen in flight */
   uint64_t waiting_max;         /* most units seen waiting in the core */
   /* Where requests wait, in ns. */
-  struct dl_hist inbox;         /* submit -> inserted by the loop */
+  struct dl_hist inbox;         /* submit -> inserted by the loop (while every
+                                 * slot is busy, until the next completion) */
   struct dl_hist queue;         /* inserted -> dispatched (the scheduler) */
   struct dl_hist device;        /* dispatched -> completed (the device) */
   struct dl_hist total[2];      /* submit -> completed, by direction */

@@ -254,7 +254,6 @@ pick_range (uint64_t *off, uint64_t *len, bool zero_or_trim)
     else if (shape < 9) {       /* unaligned anywhere */
       l = 1 + rnd_below (70000);
       o = rnd_below (size);
-      unaligned_ops++;
     }
     else {                      /* large, aligned to 512 */
       l = 512 * (1 + rnd_below (2048));
@@ -272,6 +271,8 @@ pick_range (uint64_t *off, uint64_t *len, bool zero_or_trim)
     if (!overlaps_inflight (o, l)) {
       *off = o;
       *len = l;
+      if ((o | l) % 512)
+        unaligned_ops++;
       return true;
     }
   }

@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# nbd-deadline: the AMIW through the real kernel NBD client, in a VM.
+#
+#   sudo bench/amiw-vm.sh [-r RUNS] [-c "CONFIG ..."] [-W dd|dbench|both]
+#                         [-n FILES] [-f FLOOD_MB] [-T CAT_TIMEOUT]
+#                         [-w WARM] [-t THREADS] [-o FILE] [-k] [-v]
+#
+# bench/amiw.sh's client is nbdfuse, which hands the server at most ~10
+# requests, so a write flood waits upstream of any scheduler.  The
+# kernel's nbd driver queues deep (128 tags per connection), as the
+# seed's block layer did.  Here the client is Linux itself: Debian's
+# linux-image-amd64 booted under qemu (TCG; about 5 s to boot) with a
+# tiny initramfs (tests/vm/mkinitramfs.sh: busybox, nbd-client, dbench,
+# the nbd and ext4 modules; tests/vm/guest-init is its /init).  The
+# guest reaches the host's nbdkit UNIX socket through qemu's user
+# network (restrict=on: nothing else is reachable), a guestfwd of
+# 10.0.2.100:10809 to a -chardev socket on nbdkit's socket.
+#
+# The stack, rebuilt for every configuration on a fresh copy of the same
+# filesystem image (kept in /dev/shm), so every configuration sees the
+# same layout:
+#
+#   slowdisk (nbdkit plugin, one modelled spindle)          --unix S1
+#     -> nbdfuse M1/disk -> losetup --direct-io=on -> /dev/loopA (scheduler none)
+#     -> nbdkit -t THREADS --filter=deadline file /dev/loopA ...  --unix S2
+#        (the filter's direct path: io_uring, O_DIRECT; "plain" is
+#         nbdkit file /dev/loopA without the filter)
+#     -> qemu guestfwd -> guest: nbd-client -C 1 /dev/nbd0 (scheduler none)
+#     -> ext4 mounted in the guest
+#
+# The image is made once on the host (mkfs.ext4 -d): tree/ (FILES small
+# files, a sorted subset of /usr/include), md5 (their sums) and flood
+# (FLOOD_MB MiB of random data that the dd flood rewrites in place).
+# In the guest (tests/vm/guest-init): drop caches, time `cat` of every
+# file (idle disk); the host drops its caches too; start the flood (dd:
+# a loop of dd conv=notrunc,fsync of flood; dbench: dbench 4), let it run
+# WARM s (the write-only MiB/s of nbd0 over that time, its first second
+# left out), time the cat again (capped at CAT_TIMEOUT s, ">T"), with the
+# MiB/s written meanwhile (the mixed load), check every file's md5.
+#
+# CONFIG: deadline, elevator, noop (deadline-scheduler=), plain, and
+# NAME:k=v,k=v for deadline-k=v parameters; LABEL=CONFIG names a row.
+# Default: the issue 8 set (seed-exact deadline, anticipation alone,
+# preemption alone, both, elevator, noop, plain nbdkit file).
+# Options: -r runs (1), -W flood (dd), -n files (500), -f flood MiB
+# (256), -T cat timeout (120), -w warm-up s (5), -t nbdkit threads of
+# the scheduled server (128, the kernel client's queue depth; nbdkit's
+# default 16 would leave the rest of the kernel's queue in the socket,
+# in FIFO order), -o FILE also write the tables there, -k keep the work
+# directory (logs, consoles), -v the filter's exit statistics and the
+# slow disk's per configuration.  Env: FILTER, SLOWDISK (the .so
+# files), SLOWDISK_ARGS ("size=4G"), VM_CACHE (the kernel/initramfs
+# cache, /var/cache/nbd-deadline-vm), QEMU_ACCEL (tcg), VM_MEM (1024).
+# Needs root, /dev/fuse, loop devices, qemu-system-x86_64; exit 77 when
+# qemu or the guest kernel cannot be had.  About 1 minute a
+# configuration and flood.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+RUNS=1 FLOODS=dd NFILES=500 FLOOD_MB=256 CAT_TIMEOUT=120 WARM=5 THREADS=128
+KEEP=0 VERBOSE=0 OUT=
+CONFIGS="seed=deadline:anticipate=0,preempt=off antic=deadline:anticipate=5ms,preempt=off \
+preempt=deadline:anticipate=0,preempt=on antic+preempt=deadline:anticipate=5ms,preempt=on \
+elevator noop plain"
+while getopts "r:c:W:n:f:T:w:t:o:kv" o; do
+    case $o in
+        r) RUNS=$OPTARG ;; c) CONFIGS=$OPTARG ;; W) FLOODS=$OPTARG ;;
+        n) NFILES=$OPTARG ;; f) FLOOD_MB=$OPTARG ;; T) CAT_TIMEOUT=$OPTARG ;;
+        w) WARM=$OPTARG ;; t) THREADS=$OPTARG ;; o) OUT=$OPTARG ;;
+        k) KEEP=1 ;; v) VERBOSE=1 ;;
+        *) sed -n '2,/^set -euo/p' "$0" | grep '^#' >&2; exit 2 ;;
+    esac
+done
+[ "$FLOODS" = both ] && FLOODS="dd dbench"
+: "${SLOWDISK_ARGS:=size=4G}" "${QEMU_ACCEL:=tcg}" "${VM_MEM:=1024}"
+: "${NBDKIT:=nbdkit}"
+
+find_so ()
+{
+    local f
+    for f in "$@"; do
+        [ -f "$f" ] && { echo "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"; return 0; }
+    done
+    return 1
+}
+: "${FILTER:=$(find_so "$here/../src/filter/.libs/nbdkit-deadline-filter.so" \
+                      "$here/../build/src/filter/.libs/nbdkit-deadline-filter.so" || true)}"
+: "${SLOWDISK:=$(find_so "$here/slowdisk/.libs/nbdkit-slowdisk-plugin.so" \
+                        "$here/../build/bench/slowdisk/.libs/nbdkit-slowdisk-plugin.so" || true)}"
+
+die () { echo "amiw-vm: $*" >&2; exit 1; }
+skip () { echo "amiw-vm: SKIP: $*" >&2; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root (loop devices, FUSE, drop_caches)"
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
+[ -f "$FILTER" ] || die "filter not built (set FILTER=)"
+[ -f "$SLOWDISK" ] || die "slowdisk plugin not built (set SLOWDISK=)"
+for p in nbdfuse fusermount3 losetup mkfs.ext4 md5sum; do
+    command -v $p >/dev/null || skip "$p not found"
+done
+[ -c /dev/fuse ] || skip "/dev/fuse missing"
+for f in $FLOODS; do
+    case $f in dd|dbench) ;; *) die "-W: dd, dbench or both" ;; esac
+done
+
+rc=0
+vm=$("$here/../tests/vm/mkinitramfs.sh") || rc=$?
+[ $rc = 0 ] || { [ $rc = 77 ] && skip "no guest kernel/initramfs (see above)"; die "mkinitramfs failed"; }
+read -r KERNEL INITRD <<< "$vm"
+
+tmp=$(mktemp -d /tmp/amiw-vm.XXXXXX)
+pristine=$(mktemp /dev/shm/amiw-vm-pristine.XXXXXX)
+data=$(mktemp /dev/shm/amiw-vm-disk.XXXXXX)
+mkdir -p "$tmp/m1"
+
+# ---- resources, released by stack_down / the trap --------------------
+S1_PID= S2_PID= F1_PID= LOOP1= QEMU_PID=
+
+kill_wait ()    # PID: TERM, then KILL after 10 s; only our own children
+{
+    local pid=$1 i
+    [ -n "$pid" ] || return 0
+    kill "$pid" 2>/dev/null || return 0
+    for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+}
+
+stack_down ()
+{
+    exec 4>&- 2>/dev/null || true
+    kill_wait "$QEMU_PID"; wait "$QEMU_PID" 2>/dev/null || true; QEMU_PID=
+    kill_wait "$S2_PID"; wait "$S2_PID" 2>/dev/null || true; S2_PID=
+    [ -n "$LOOP1" ] && { losetup -d "$LOOP1" 2>/dev/null || true; LOOP1=; }
+    if [ -n "$F1_PID" ]; then
+        fusermount3 -u "$tmp/m1/disk" 2>/dev/null || fusermount3 -u "$tmp/m1" 2>/dev/null ||
+            umount -l "$tmp/m1/disk" 2>/dev/null || true
+        kill_wait "$F1_PID"; wait "$F1_PID" 2>/dev/null || true; F1_PID=
+    fi
+    kill_wait "$S1_PID"; wait "$S1_PID" 2>/dev/null || true; S1_PID=
+}
+
+cleanup ()
+{
+    local rc=$?
+    trap - EXIT INT TERM
+    stack_down
+    rm -f "$data" "$pristine"
+    if [ "$KEEP" = 1 ] || [ $rc -ne 0 ]; then
+        echo "amiw-vm: logs kept in $tmp" >&2
+    else
+        rm -rf "$tmp"
+    fi
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+wait_for ()     # FILE SECONDS
+{
+    local i
+    for i in $(seq $(( $2 * 10 ))); do [ -e "$1" ] && return 0; sleep 0.1; done
+    die "timed out waiting for $1"
+}
+
+# stack_up TAG CONFIG: slow disk, loopA, the scheduled server on S2
+stack_up ()
+{
+    local tag=$1 spec=$2 args=() kv
+    rm -f "$tmp/s1.sock" "$tmp/s2.sock" "$tmp/f1.pid"
+    # shellcheck disable=SC2086
+    $NBDKIT -f -v --unix "$tmp/s1.sock" "$SLOWDISK" file="$data" $SLOWDISK_ARGS \
+        stats="$tmp/$tag.slowdisk" 2>"$tmp/$tag.s1.log" &
+    S1_PID=$!
+    wait_for "$tmp/s1.sock" 10
+    nbdfuse -P "$tmp/f1.pid" "$tmp/m1/disk" --unix "$tmp/s1.sock" 2>>"$tmp/log" &
+    F1_PID=$!
+    wait_for "$tmp/f1.pid" 10
+    LOOP1=$(losetup --direct-io=on -f --show "$tmp/m1/disk")
+    [ "$(cat /sys/block/"${LOOP1#/dev/}"/loop/dio)" = 1 ] || die "$LOOP1: direct I/O not enabled"
+    echo none > /sys/block/"${LOOP1#/dev/}"/queue/scheduler
+    if [ "$spec" = plain ]; then
+        args=(file "$LOOP1")
+    else
+        args=(--filter="$FILTER" file "$LOOP1" deadline-scheduler="${spec%%:*}")
+        if [ "$spec" != "${spec#*:}" ]; then
+            local IFS=,
+            for kv in ${spec#*:}; do args+=("deadline-$kv"); done
+            unset IFS
+        fi
+    fi
+    # -v for the filter's exit statistics line
+    $NBDKIT -f -v -t "$THREADS" --unix "$tmp/s2.sock" "${args[@]}" 2>"$tmp/$tag.s2.log" &
+    S2_PID=$!
+    wait_for "$tmp/s2.sock" 20
+}
+
+# vm_run TAG FLOOD: boot the guest, answer its SYNC, print its RESULT line
+vm_run ()
+{
+    local tag=$1 flood=$2 line limit deadline_s
+    rm -f "$tmp/ser.in" "$tmp/ser.out"
+    mkfifo "$tmp/ser.in" "$tmp/ser.out"
+    qemu-system-x86_64 -accel "$QEMU_ACCEL" -m "$VM_MEM" -smp 1 \
+        -display none -nodefaults -no-reboot \
+        -kernel "$KERNEL" -initrd "$INITRD" \
+        -append "console=ttyS0 quiet loglevel=4 panic=-1 amiw.flood=$flood amiw.mb=$FLOOD_MB amiw.warm=$WARM amiw.timeout=$CAT_TIMEOUT" \
+        -serial pipe:"$tmp/ser" \
+        -chardev socket,id=nbd,path="$tmp/s2.sock" \
+        -netdev user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:10809-chardev:nbd \
+        -device virtio-net-pci,netdev=n0 > "$tmp/$tag.qemu.log" 2>&1 &
+    QEMU_PID=$!
+    exec 4>"$tmp/ser.in"
+    # boot, two cats, warm-up, md5 check, with room to spare
+    limit=$(( $(date +%s) + 120 + 2 * CAT_TIMEOUT + WARM ))
+    while :; do
+        deadline_s=$(( limit - $(date +%s) ))
+        [ $deadline_s -gt 0 ] || { echo "amiw-vm: $tag: the guest timed out" >&2; break; }
+        IFS= read -r -t "$deadline_s" line < "$tmp/ser.out" || {
+            kill -0 "$QEMU_PID" 2>/dev/null || { echo "amiw-vm: $tag: qemu exited" >&2; break; }
+            continue
+        }
+        line=${line%$'\r'}
+        echo "$line" >> "$tmp/$tag.console"
+        case $line in
+            AMIW-SYNC*) sync; echo 3 > /proc/sys/vm/drop_caches; echo go >&4 ;;
+            AMIW-RESULT*) echo "${line#AMIW-RESULT }" ;;
+            AMIW-FAIL*) echo "amiw-vm: $tag: guest: ${line#AMIW-FAIL }" >&2; break ;;
+            AMIW-DONE*) break ;;
+        esac
+    done
+    # the guest powers off after DONE
+    for _ in $(seq 50); do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 0.1; done
+    exec 4>&-
+    kill_wait "$QEMU_PID"; wait "$QEMU_PID" 2>/dev/null || true; QEMU_PID=
+}
+
+# ---- the fixture: one ext4 image, copied for every configuration -----
+echo "amiw-vm: slowdisk $SLOWDISK_ARGS; $NFILES files; flood ${FLOOD_MB} MiB; floods: $FLOODS; runs $RUNS; nbdkit -t $THREADS; $(basename "$KERNEL") under qemu $QEMU_ACCEL" >&2
+size=$(sed -n 's/.*size=\([0-9]*[kKmMgGtT]\?\).*/\1/p' <<< "$SLOWDISK_ARGS")
+mkdir -p "$tmp/stage/tree"
+(cd /usr/include && find . -type f | LC_ALL=C sort | awk -v n="$NFILES" 'NR <= n' > "$tmp/files")
+tar -C /usr/include -cf - -T "$tmp/files" | tar -C "$tmp/stage/tree" -xf -
+(cd "$tmp/stage/tree" && tr '\n' '\0' < "$tmp/files" | xargs -0 md5sum) > "$tmp/stage/md5"
+head -c "$((FLOOD_MB * 1048576))" /dev/urandom > "$tmp/stage/flood"
+truncate -s "${size:-4G}" "$pristine"
+mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0,nodiscard -d "$tmp/stage" "$pristine"
+nfiles=$(wc -l < "$tmp/files")
+kib=$(du -sk "$tmp/stage/tree" | cut -f1)
+rm -rf "$tmp/stage"
+
+label () { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline) echo "${1%%=*}" ;; *) echo "$1" ;; esac; }
+spec () { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline) echo "${1#*=}" ;; *) echo "$1" ;; esac; }
+
+declare -A R
+for run in $(seq "$RUNS"); do
+    for fl in $FLOODS; do
+        for c in $CONFIGS; do
+            l=$(label "$c"); s=$(spec "$c"); tag="$fl.$l.$run"
+            cp --sparse=always "$pristine" "$data"
+            stack_up "$tag" "$s"
+            res=$(vm_run "$tag" "$fl")
+            stack_down
+            [ -n "$res" ] || die "$tag: no result (console: $tmp/$tag.console, kept)"
+            case $res in *md5=ok*) ;; *) KEEP=1; die "$tag: files read under the flood differ: $res" ;; esac
+            R[$fl.$l]+="$res|"
+            echo "amiw-vm: run $run $fl $l: $res" >&2
+        done
+    done
+done
+
+# field KEY "res|res|": the values, one per line
+field () { tr '|' '\n' <<< "$2" | grep . | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+median ()
+{
+    local gt=
+    grep -q '>' <<< "$*" && gt=">"
+    tr ' ' '\n' <<< "$*" | grep . | tr -d '>' | sort -g | awk -v gt="$gt" '
+        { v[NR] = $1 + 0 }
+        END { if (!NR) { print "-"; exit }
+              n = NR; m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2;
+              printf "%s%.2f", gt, m }'
+}
+ratio () { awk -v a="${1#>}" -v b="${2#>}" -v g="${1//[^>]/}" 'BEGIN { if (b > 0) printf "%s%.1fx", g, a / b; else print "-" }'; }
+
+table ()
+{
+    local fl c l ref mi mf wo wm
+    for fl in $FLOODS; do
+        case $fl in
+            dd) echo "== kernel nbd client (VM): cat under dd ${FLOOD_MB} MiB conv=notrunc,fsync in a loop" ;;
+            dbench) echo "== kernel nbd client (VM): cat under dbench 4" ;;
+        esac
+        ref=
+        printf "%-16s %9s %10s %10s %9s %12s %12s %9s\n" config idle_cat_s flood_cat_s flood/idle vs_first \
+            wr_only_MiBs wr_mixed_MiBs mix/only
+        for c in $CONFIGS; do
+            l=$(label "$c")
+            mi=$(median $(field idle "${R[$fl.$l]}"))
+            mf=$(median $(field flood "${R[$fl.$l]}"))
+            wo=$(median $(field write_only_mibs "${R[$fl.$l]}"))
+            wm=$(median $(field write_mixed_mibs "${R[$fl.$l]}"))
+            [ -z "$ref" ] && ref=$mf
+            printf "%-16s %9s %10s %10s %9s %12s %12s %9s\n" "$l" "$mi" "$mf" "$(ratio "$mf" "$mi")" \
+                "$(ratio "$mf" "$ref")" "$wo" "$wm" "$(awk -v a="$wm" -v b="$wo" 'BEGIN { if (b > 0) printf "%.0f%%", 100 * a / b; else print "-" }')"
+        done
+        echo "(medians of $RUNS run(s); $nfiles files, $kib KiB; slowdisk $SLOWDISK_ARGS; nbdkit -t $THREADS)"
+        echo "raw flood cat s: $(for c in $CONFIGS; do l=$(label "$c"); printf '%s [%s] ' "$l" "$(field flood "${R[$fl.$l]}" | tr '\n' ' ' | sed 's/ $//')"; done)"
+    done
+    echo "configs: $(for c in $CONFIGS; do printf '%s=%s ' "$(label "$c")" "$(spec "$c")"; done)"
+}
+
+if [ "$VERBOSE" = 1 ]; then
+    for fl in $FLOODS; do
+        for c in $CONFIGS; do
+            l=$(label "$c"); tag="$fl.$l.$RUNS"
+            echo "== $fl $l (run $RUNS)"
+            grep -h "deadline stats (exit)" "$tmp/$tag.s2.log" | sed 's/.*deadline stats/  deadline stats/' || true
+            sed 's/^/  /' "$tmp/$tag.slowdisk" 2>/dev/null || true
+        done
+    done
+fi
+table | tee ${OUT:+"$OUT"}

@@ -122,6 +122,8 @@ engine_new (const struct engine_params *p, char *err, size_t errlen)
     pthread_mutexattr_destroy (&a);
   }
   pthread_mutex_init (&e->stats_lock, NULL);
+  pthread_mutex_init (&e->wb_lock, NULL);
+  pthread_cond_init (&e->wb_cond, NULL);
   pthread_mutex_init (&e->wq_lock, NULL);
   pthread_cond_init (&e->wq_cond, NULL);
 
@@ -585,7 +587,15 @@ engine_submit_async (struct engine *e, struct engine_req *r,
 int
 engine_submit (struct engine *e, struct engine_req *r)
 {
-  int rc;
+  int rc, wb_err = 0;
+
+  if (wb_applies (e, r)) {
+    rc = wb_submit (e, r);
+    if (rc != 0)
+      return rc > 0 ? 0 : rc;
+  }
+  if (r->op == DL_OP_FLUSH)
+    wb_err = wb_before_flush (e);
 
   r->done_cb = NULL;
   r->waiter = NULL;
@@ -594,7 +604,7 @@ engine_submit (struct engine *e, struct engine_req *r)
     futex_wait_while (&r->done, 0);
     rc = r->result;
   }
-  return rc;
+  return rc == 0 ? wb_err : rc;
 }
 
 int
@@ -630,6 +640,13 @@ engine_stop (struct engine *e)
 
   if (e == NULL)
     return;
+  /* Writes already answered must reach the device first. */
+  pthread_mutex_lock (&e->lock);
+  was_started = e->started && !e->stopped;
+  pthread_mutex_unlock (&e->lock);
+  if (was_started)
+    wb_close (e);
+
   pthread_mutex_lock (&e->lock);
   was_started = e->started && !e->stopped;
   e->stopping = true;
@@ -659,6 +676,8 @@ engine_free (struct engine *e)
   backing_close (&e->b);
   pthread_mutex_destroy (&e->lock);
   pthread_mutex_destroy (&e->stats_lock);
+  pthread_mutex_destroy (&e->wb_lock);
+  pthread_cond_destroy (&e->wb_cond);
   pthread_mutex_destroy (&e->wq_lock);
   pthread_cond_destroy (&e->wq_cond);
   free (e);
@@ -671,6 +690,10 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   *st = e->st;
   pthread_mutex_unlock (&e->stats_lock);
   st->submitted = __atomic_load_n (&e->submitted, __ATOMIC_RELAXED);
+  pthread_mutex_lock (&e->wb_lock);
+  st->wb_answered = e->wb_answered;
+  st->wb_bytes_max = e->wb_bytes_max;
+  pthread_mutex_unlock (&e->wb_lock);
 }
 
 static void
@@ -707,7 +730,8 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 " preemptions=%" PRIu64 " antic=%" PRIu64 "/%" PRIu64 "/%" PRIu64
                 " rmw=%" PRIu64
                 " short_io=%" PRIu64 " zero_fallback=%" PRIu64
-                " inflight_max=%" PRIu64 " waiting_max=%" PRIu64,
+                " inflight_max=%" PRIu64 " waiting_max=%" PRIu64
+                " wb_answered=%" PRIu64 " wb_max=%" PRIu64,
                 st->completed, st->failed, st->units, st->unit_members,
                 st->sched.inserted[DL_READ], st->sched.inserted[DL_WRITE],
                 st->sched.flushes, st->sched.merged_back,
@@ -718,7 +742,8 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 st->sched.hazard_holds, st->sched.preemptions,
                 st->sched.antic_waits, st->sched.antic_hits,
                 st->sched.antic_misses, st->rmw, st->short_io,
-                st->zero_fallback, st->inflight_max, st->waiting_max);
+                st->zero_fallback, st->inflight_max, st->waiting_max,
+                st->wb_answered, st->wb_bytes_max);
   if (n < 0 || (size_t) n >= left)
     return;
   p += n;

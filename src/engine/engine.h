@@ -53,6 +53,9 @@ struct engine_params {
   uint32_t depth;               /* units in flight at the device, >= 1 */
   uint64_t max_bytes;           /* bytes in flight (a bigger unit still goes alone) */
   uint32_t align;               /* NEXT: granularity to give the core (1 if none) */
+  uint64_t writeback_bytes;     /* DIRECT: non-FUA writes answered once copied,
+                                 * up to this many bytes not yet on the device
+                                 * (0 = every write waits for the device) */
   uint64_t spin_ns;             /* DIRECT: poll the ring this long at low load (0 = never) */
   /* Called on the loop thread every stats_interval_ns while requests
    * flow (0 = never); must not block.
@@ -145,6 +148,8 @@ struct engine_stats {
   uint64_t zero_fallback;       /* zero done by writing zeroes */
   uint64_t inflight_max;        /* most units seen in flight */
   uint64_t waiting_max;         /* most units seen waiting in the core */
+  uint64_t wb_answered;         /* writes answered before the device had them */
+  uint64_t wb_bytes_max;        /* most bytes of such writes pending */
   /* Where requests wait, in ns. */
   struct dl_hist inbox;         /* submit -> inserted by the loop (while every
                                  * slot is busy, until the next completion) */

@@ -3,6 +3,7 @@
  *   engine.c    lifecycle, inbox, the loop, depth accounting, stats
  *   direct.c    issuing units through io_uring on the O_DIRECT backing
  *   nextpool.c  issuing units through a callback on worker threads
+ *   writeback.c writes answered before they reach the device
  */
 #ifndef NBD_DEADLINE_ENGINE_INTERNAL_H
 #define NBD_DEADLINE_ENGINE_INTERNAL_H
@@ -19,6 +20,7 @@
 #include "bufpool.h"
 
 struct xfer;
+struct wb_write;
 
 struct engine {
   struct engine_params p;
@@ -66,6 +68,15 @@ struct engine {
   struct engine_req *wq_head, *wq_tail;
   bool wq_stop;
 
+  /* writeback.c: writes answered before they reached the device. */
+  pthread_mutex_t wb_lock;
+  pthread_cond_t wb_cond;       /* one completed, or closed */
+  struct wb_write *wb_head, *wb_tail; /* in answer order */
+  uint64_t wb_seq, wb_bytes, wb_bytes_max, wb_answered;
+  uint64_t wb_error_seq;
+  int wb_error;                 /* of an answered write, for the next flush */
+  bool wb_closed;
+
   /* Statistics, under stats_lock (updated by the loop thread). */
   pthread_mutex_t stats_lock;
   struct engine_stats st;
@@ -84,6 +95,12 @@ void direct_teardown (struct engine *e);
 void direct_issue (struct engine *e, struct dl_req *unit);
 void direct_reap (struct engine *e);          /* from the ring's ev_io */
 void direct_submit (struct engine *e);        /* flush queued SQEs */
+
+/* writeback.c */
+bool wb_applies (const struct engine *e, const struct engine_req *r);
+int wb_submit (struct engine *e, struct engine_req *r);
+int wb_before_flush (struct engine *e);
+void wb_close (struct engine *e);
 
 /* nextpool.c */
 int nextpool_start (struct engine *e);

@@ -158,6 +158,9 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-depth=N                Units in flight at the device (default 2;\n" \
   "                                raise to 16-64 for SSDs/NVMe).\n" \
   "deadline-max-inflight=SIZE      Bytes in flight (default depth*max-merge, >= 8M).\n" \
+  "deadline-writeback=SIZE         Answer writes without FUA once copied, up to\n" \
+  "                                SIZE not yet on the device; a flush waits\n" \
+  "                                for them (default 0 = off; direct only).\n" \
   "deadline-dispatch=auto|direct|next  io_uring O_DIRECT on the file plugin's\n" \
   "                                file, or through the layer below (default auto).\n" \
   "deadline-control=PATH           Serve a control socket (owner-only) for\n" \
@@ -199,6 +202,7 @@ deadline_get_ready (int thread_model)
   ep.max_bytes = params.max_inflight ? params.max_inflight
                                      : (need > (8u << 20) ? need : (8u << 20));
   ep.align = 1;                 /* next: the layer below aligns for itself */
+  ep.writeback_bytes = params.writeback;  /* direct only (writeback.c) */
   ep.perform = perform_next;
   ep.perform_opaque = NULL;
   ep.stats_cb = periodic_stats;

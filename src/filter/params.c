@@ -18,6 +18,7 @@ params_default (struct filter_params *p)
   dl_tunables_default (&p->tunables);
   p->depth = DEFAULT_DEPTH;
   p->max_inflight = 0;
+  p->writeback = DEFAULT_WRITEBACK;
   p->dispatch = DISPATCH_AUTO;
 }
 
@@ -79,6 +80,15 @@ params_set (struct filter_params *p, const char *key, const char *value,
       return -EINVAL;
     }
     p->max_inflight = v;
+    return 1;
+  }
+  if (strcmp (k, "writeback") == 0) {
+    uint64_t v;
+    if (dl_parse_size (value, &v) < 0 || v > (1ULL << 32)) {
+      snprintf (err, errlen, "%s: '%s' is not a size in 0..4G", key, value);
+      return -EINVAL;
+    }
+    p->writeback = v;
     return 1;
   }
   if (strcmp (k, "control") == 0) {

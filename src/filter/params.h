@@ -14,12 +14,14 @@ struct filter_params {
   struct dl_tunables tunables;
   uint32_t depth;
   uint64_t max_inflight;        /* bytes; 0 = derived from depth and max_merge */
+  uint64_t writeback;           /* bytes of writes answered early; 0 = off */
   enum dispatch_mode dispatch;
   char *control;                /* control socket path (malloc'd), or NULL */
 };
 
 #define PARAMS_PREFIX "deadline-"
 #define DEFAULT_DEPTH 2
+#define DEFAULT_WRITEBACK 0
 
 void params_default (struct filter_params *p);
 /* key is the whole key ("deadline-read-expire").  Returns 1 if taken,

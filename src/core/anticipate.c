@@ -40,6 +40,8 @@
  * anyway: keeping the head for it saves nothing.
  */
 #define ANTIC_NEAR (64ULL << 20)
+/* Added to a reader's think time margin (hold_for): scheduling noise. */
+#define ANTIC_SLACK_NS 1000000ULL
 /* Reads needed before a reader's pattern is trusted. */
 #define ANTIC_LEARN 2
 
@@ -144,6 +146,24 @@ reader_for (struct dl_sched *s, const struct dl_req *r, uint64_t now)
   return victim;
 }
 
+/* How long to hold the device for this reader: its usual think time
+ * with a margin, within anticipate.  anticipate is thus a ceiling, not
+ * the wait: a reader that comes back in 0.3 ms costs the writes about
+ * 1 ms of idling when it does not come, while one behind a deep stack
+ * (loop device, FUSE, a file system: 5 to 15 ms here) can still be
+ * waited for.  Until its pattern is known, the whole ceiling.
+ */
+static uint64_t
+hold_for (const struct dl_sched *s, const struct dl_stream *st)
+{
+  uint64_t h;
+
+  if (st->dependent < ANTIC_LEARN)
+    return s->t.anticipate_ns;
+  h = st->think_ns + st->think_ns / 2 + ANTIC_SLACK_NS;
+  return h < s->t.anticipate_ns ? h : s->t.anticipate_ns;
+}
+
 static bool
 pays (const struct dl_sched *s, const struct dl_stream *st)
 {
@@ -212,6 +232,7 @@ antic_read_dispatched (struct dl_sched *s, struct dl_req *u)
   }
   s->antic.on = true;
   s->antic.reader = u->reader;
+  s->antic.hold_ns = hold_for (s, st);
   s->antic.unit = u;
   s->antic.until = UINT64_MAX;
   s->antic.counted = false;
@@ -235,7 +256,7 @@ antic_read_done (struct dl_sched *s, struct dl_req *u, uint64_t now)
   }
   if (s->antic.on && s->antic.unit == u) {
     s->antic.unit = NULL;
-    s->antic.until = now + s->t.anticipate_ns;
+    s->antic.until = now + s->antic.hold_ns;
   }
 }
 

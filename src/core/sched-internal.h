@@ -69,6 +69,7 @@ struct dl_sched {
     uint64_t reader;            /* the reader waited for (its key) */
     struct dl_req *unit;        /* its read at the device, or NULL */
     uint64_t until;             /* end of the wait once that read is done */
+    uint64_t hold_ns;           /* ... this long after it (anticipate.c) */
     bool counted;               /* the device has waited (stats) */
     bool extend;                /* the reader came back: continue its batch */
   } antic;

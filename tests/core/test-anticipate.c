@@ -138,6 +138,24 @@ main (void)
   serve_read (s, 64 * KiB, READER);
   writes_go_next (s);
 
+  /* anticipate is a ceiling: once a reader is known to come back in
+   * 1 ms, the device waits for it 1.5 x 1 ms + 1 ms, not 5 ms.  (Its
+   * reads are contiguous, so that the batch's budget lasts.)
+   */
+  s = mksched (&t, 1);
+  flood (s, 64);
+  for (i = 0; i < 8; i++) {
+    serve_read (s, (uint64_t) i * 4 * KiB, READER);
+    if (i < 2)
+      CHECK_EQ (dl_next_timer (s, now), now + 5 * MS);   /* not known yet */
+    now += 1 * MS;
+  }
+  serve_read (s, 8 * 4 * KiB, READER);
+  CHECK (dl_dispatch (s, now) == NULL);
+  CHECK_EQ (dl_next_timer (s, now), now + 2500 * 1000);
+  now += 3 * MS;
+  writes_go_next (s);
+
   /* A reader far away each time is random: not waited for either. */
   s = mksched (&t, 1);
   flood (s, 64);

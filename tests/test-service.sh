@@ -82,8 +82,8 @@ sed -e 's|^#\([a-z-]* =\)|\1|' \
     -e "s|^control = .*|control = $tmpdir/t1.ctl|" \
     -e "s|^export-name = .*|export-name = t1|" \
     "$S/etc/nbd-deadline/example.conf" > "$NBD_DEADLINE_CONFDIR/t1.conf"
-grep -c '^[a-z]' "$NBD_DEADLINE_CONFDIR/t1.conf" | grep -qx 20 ||
-    fail "expected 20 keys in the example: $(grep -c '^[a-z]' "$NBD_DEADLINE_CONFDIR/t1.conf")"
+grep -c '^[a-z]' "$NBD_DEADLINE_CONFDIR/t1.conf" | grep -qx 21 ||
+    fail "expected 21 keys in the example: $(grep -c '^[a-z]' "$NBD_DEADLINE_CONFDIR/t1.conf")"
 "${cmd[@]}" --dry-run 2>&1 | tee "$tmpdir/dry" >/dev/null || { cat "$tmpdir/dry"; fail "dry run"; }
 "${cmd[@]}" 2>"$tmpdir/t1.log" &
 pid=$!

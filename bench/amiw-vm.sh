@@ -42,26 +42,26 @@
 # NAME:k=v,k=v for deadline-k=v parameters; LABEL=CONFIG names a row.
 # Default: the issue 8 set (seed-exact deadline, anticipation alone,
 # preemption alone, both, elevator, noop, plain nbdkit file).
-# Options: -r runs (1), -W flood (dd), -n files (500), -f flood MiB
+# Options: -r runs (1), -W flood (dd), -n files (300), -f flood MiB
 # (256), -T cat timeout (120), -w warm-up s (5), -t nbdkit threads of
 # the scheduled server (128, the kernel client's queue depth; nbdkit's
 # default 16 would leave the rest of the kernel's queue in the socket,
 # in FIFO order), -o FILE also write the tables there, -k keep the work
 # directory (logs, consoles), -v the filter's exit statistics and the
 # slow disk's per configuration.  Env: FILTER, SLOWDISK (the .so
-# files), SLOWDISK_ARGS ("size=4G"), VM_CACHE (the kernel/initramfs
-# cache, /var/cache/nbd-deadline-vm), QEMU_ACCEL (tcg), VM_MEM (1024).
-# Needs root, /dev/fuse, loop devices, qemu-system-x86_64; exit 77 when
-# qemu or the guest kernel cannot be had.  About 1 minute a
-# configuration and flood.
+# files), SLOWDISK_ARGS ("size=4G rate=20M": tests/vm/README says why),
+# VM_CACHE (the kernel/initramfs cache, /var/cache/nbd-deadline-vm),
+# QEMU_ACCEL (tcg), VM_MEM (1024).  Needs root, /dev/fuse, loop devices,
+# qemu-system-x86_64; exit 77 when qemu or the guest kernel cannot be
+# had.  1 to 3 minutes a configuration and flood.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-RUNS=1 FLOODS=dd NFILES=500 FLOOD_MB=256 CAT_TIMEOUT=120 WARM=5 THREADS=128
+# shellcheck source=bench/slowstack.sh
+. "$here/slowstack.sh"
+RUNS=1 FLOODS=dd NFILES=300 FLOOD_MB=256 CAT_TIMEOUT=120 WARM=5 THREADS=128
 KEEP=0 VERBOSE=0 OUT=
-CONFIGS="seed=deadline:anticipate=0,preempt=off antic=deadline:anticipate=5ms,preempt=off \
-preempt=deadline:anticipate=0,preempt=on antic+preempt=deadline:anticipate=5ms,preempt=on \
-elevator noop plain"
+CONFIGS=
 while getopts "r:c:W:n:f:T:w:t:o:kv" o; do
     case $o in
         r) RUNS=$OPTARG ;; c) CONFIGS=$OPTARG ;; W) FLOODS=$OPTARG ;;
@@ -72,8 +72,9 @@ while getopts "r:c:W:n:f:T:w:t:o:kv" o; do
     esac
 done
 [ "$FLOODS" = both ] && FLOODS="dd dbench"
-: "${SLOWDISK_ARGS:=size=4G}" "${QEMU_ACCEL:=tcg}" "${VM_MEM:=1024}"
+: "${SLOWDISK_ARGS:=size=4G rate=20M}" "${QEMU_ACCEL:=tcg}" "${VM_MEM:=1024}"
 : "${NBDKIT:=nbdkit}"
+: "${CONFIGS:=$SS_CONFIGS_DEFAULT}"
 
 find_so ()
 {
@@ -110,32 +111,15 @@ read -r KERNEL INITRD <<< "$vm"
 tmp=$(mktemp -d /tmp/amiw-vm.XXXXXX)
 pristine=$(mktemp /dev/shm/amiw-vm-pristine.XXXXXX)
 data=$(mktemp /dev/shm/amiw-vm-disk.XXXXXX)
-mkdir -p "$tmp/m1"
 
-# ---- resources, released by stack_down / the trap --------------------
-S1_PID= S2_PID= F1_PID= LOOP1= QEMU_PID=
-
-kill_wait ()    # PID: TERM, then KILL after 10 s; only our own children
-{
-    local pid=$1 i
-    [ -n "$pid" ] || return 0
-    kill "$pid" 2>/dev/null || return 0
-    for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-}
+SS_DIR=$tmp
+QEMU_PID=
 
 stack_down ()
 {
-    exec 4>&- 2>/dev/null || true
-    kill_wait "$QEMU_PID"; wait "$QEMU_PID" 2>/dev/null || true; QEMU_PID=
-    kill_wait "$S2_PID"; wait "$S2_PID" 2>/dev/null || true; S2_PID=
-    [ -n "$LOOP1" ] && { losetup -d "$LOOP1" 2>/dev/null || true; LOOP1=; }
-    if [ -n "$F1_PID" ]; then
-        fusermount3 -u "$tmp/m1/disk" 2>/dev/null || fusermount3 -u "$tmp/m1" 2>/dev/null ||
-            umount -l "$tmp/m1/disk" 2>/dev/null || true
-        kill_wait "$F1_PID"; wait "$F1_PID" 2>/dev/null || true; F1_PID=
-    fi
-    kill_wait "$S1_PID"; wait "$S1_PID" 2>/dev/null || true; S1_PID=
+    exec 4>&-
+    ss_kill_wait "$QEMU_PID"; QEMU_PID=
+    ss_down
 }
 
 cleanup ()
@@ -153,45 +137,6 @@ cleanup ()
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-wait_for ()     # FILE SECONDS
-{
-    local i
-    for i in $(seq $(( $2 * 10 ))); do [ -e "$1" ] && return 0; sleep 0.1; done
-    die "timed out waiting for $1"
-}
-
-# stack_up TAG CONFIG: slow disk, loopA, the scheduled server on S2
-stack_up ()
-{
-    local tag=$1 spec=$2 args=() kv
-    rm -f "$tmp/s1.sock" "$tmp/s2.sock" "$tmp/f1.pid"
-    # shellcheck disable=SC2086
-    $NBDKIT -f -v --unix "$tmp/s1.sock" "$SLOWDISK" file="$data" $SLOWDISK_ARGS \
-        stats="$tmp/$tag.slowdisk" 2>"$tmp/$tag.s1.log" &
-    S1_PID=$!
-    wait_for "$tmp/s1.sock" 10
-    nbdfuse -P "$tmp/f1.pid" "$tmp/m1/disk" --unix "$tmp/s1.sock" 2>>"$tmp/log" &
-    F1_PID=$!
-    wait_for "$tmp/f1.pid" 10
-    LOOP1=$(losetup --direct-io=on -f --show "$tmp/m1/disk")
-    [ "$(cat /sys/block/"${LOOP1#/dev/}"/loop/dio)" = 1 ] || die "$LOOP1: direct I/O not enabled"
-    echo none > /sys/block/"${LOOP1#/dev/}"/queue/scheduler
-    if [ "$spec" = plain ]; then
-        args=(file "$LOOP1")
-    else
-        args=(--filter="$FILTER" file "$LOOP1" deadline-scheduler="${spec%%:*}")
-        if [ "$spec" != "${spec#*:}" ]; then
-            local IFS=,
-            for kv in ${spec#*:}; do args+=("deadline-$kv"); done
-            unset IFS
-        fi
-    fi
-    # -v for the filter's exit statistics line
-    $NBDKIT -f -v -t "$THREADS" --unix "$tmp/s2.sock" "${args[@]}" 2>"$tmp/$tag.s2.log" &
-    S2_PID=$!
-    wait_for "$tmp/s2.sock" 20
-}
 
 # vm_run TAG FLOOD: boot the guest, answer its SYNC, print its RESULT line
 vm_run ()
@@ -222,7 +167,9 @@ vm_run ()
         echo "$line" >> "$tmp/$tag.console"
         case $line in
             AMIW-SYNC*) sync; echo 3 > /proc/sys/vm/drop_caches; echo go >&4 ;;
-            AMIW-RESULT*) echo "${line#AMIW-RESULT }" ;;
+            AMIW-RESULT*) echo "${line#AMIW-RESULT }"
+                          # then unmount and power off; do not wait long
+                          limit=$(( $(date +%s) + 45 )) ;;
             AMIW-FAIL*) echo "amiw-vm: $tag: guest: ${line#AMIW-FAIL }" >&2; break ;;
             AMIW-DONE*) break ;;
         esac
@@ -230,7 +177,7 @@ vm_run ()
     # the guest powers off after DONE
     for _ in $(seq 50); do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 0.1; done
     exec 4>&-
-    kill_wait "$QEMU_PID"; wait "$QEMU_PID" 2>/dev/null || true; QEMU_PID=
+    ss_kill_wait "$QEMU_PID"; QEMU_PID=
 }
 
 # ---- the fixture: one ext4 image, copied for every configuration -----
@@ -247,8 +194,8 @@ nfiles=$(wc -l < "$tmp/files")
 kib=$(du -sk "$tmp/stage/tree" | cut -f1)
 rm -rf "$tmp/stage"
 
-label () { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline) echo "${1%%=*}" ;; *) echo "$1" ;; esac; }
-spec () { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline) echo "${1#*=}" ;; *) echo "$1" ;; esac; }
+label () { ss_label "$1"; }
+spec () { ss_spec "$1"; }
 
 declare -A R
 for run in $(seq "$RUNS"); do
@@ -256,7 +203,7 @@ for run in $(seq "$RUNS"); do
         for c in $CONFIGS; do
             l=$(label "$c"); s=$(spec "$c"); tag="$fl.$l.$run"
             cp --sparse=always "$pristine" "$data"
-            stack_up "$tag" "$s"
+            ss_up "$tag" "$s" "$data" || die "$tag: the stack did not come up (logs in $tmp)"
             res=$(vm_run "$tag" "$fl")
             stack_down
             [ -n "$res" ] || die "$tag: no result (console: $tmp/$tag.console, kept)"

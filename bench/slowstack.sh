@@ -1,0 +1,94 @@
+# nbd-deadline: the slow-disk stack under a scheduled nbdkit, sourced by
+# bench/amiw-vm.sh and bench/amiw-fio.sh (bash).
+#
+#   slowdisk (nbdkit plugin, one modelled spindle, data in $data)  --unix $SS_DIR/s1.sock
+#     -> nbdfuse $SS_DIR/m1/disk -> losetup --direct-io=on -> /dev/loopA (scheduler none)
+#     -> nbdkit -t $THREADS --filter=deadline file /dev/loopA ...   --unix $SS_DIR/s2.sock
+#        (the filter's direct path; CONFIG "plain" is nbdkit file /dev/loopA)
+#
+# CONFIG: deadline, elevator, noop (deadline-scheduler=), plain, or
+# NAME:k=v,k=v (deadline-k=v each; plain:k=v passes k=v to the file
+# plugin, e.g. plain:cache=none).  The caller sets SS_DIR (a work
+# directory), FILTER, SLOWDISK, SLOWDISK_ARGS, THREADS, NBDKIT and
+# calls ss_down from its exit trap.  Logs go to $SS_DIR/TAG.*.
+
+SS_S1= SS_S2= SS_F1= SS_LOOP=
+
+ss_kill_wait ()         # PID: TERM, then KILL after 10 s; only our own children
+{
+    local pid=$1 i
+    [ -n "$pid" ] || return 0
+    kill "$pid" 2>/dev/null || return 0
+    for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+ss_wait_for ()          # FILE SECONDS
+{
+    local i
+    for i in $(seq $(( $2 * 10 ))); do [ -e "$1" ] && return 0; sleep 0.1; done
+    echo "slowstack: timed out waiting for $1" >&2
+    return 1
+}
+
+ss_down ()
+{
+    ss_kill_wait "$SS_S2"; SS_S2=
+    [ -n "$SS_LOOP" ] && { losetup -d "$SS_LOOP" 2>/dev/null || true; SS_LOOP=; }
+    if [ -n "$SS_F1" ]; then
+        fusermount3 -u "$SS_DIR/m1/disk" 2>/dev/null || fusermount3 -u "$SS_DIR/m1" 2>/dev/null ||
+            umount -l "$SS_DIR/m1/disk" 2>/dev/null || true
+        ss_kill_wait "$SS_F1"; SS_F1=
+    fi
+    ss_kill_wait "$SS_S1"; SS_S1=
+}
+
+ss_up ()                # TAG CONFIG DATAFILE
+{
+    local tag=$1 spec=$2 data=$3 args=() kv
+    mkdir -p "$SS_DIR/m1"
+    rm -f "$SS_DIR/s1.sock" "$SS_DIR/s2.sock" "$SS_DIR/f1.pid"
+    # shellcheck disable=SC2086
+    $NBDKIT -f -v --unix "$SS_DIR/s1.sock" "$SLOWDISK" file="$data" $SLOWDISK_ARGS \
+        stats="$SS_DIR/$tag.slowdisk" 2>"$SS_DIR/$tag.s1.log" &
+    SS_S1=$!
+    ss_wait_for "$SS_DIR/s1.sock" 10 || return 1
+    nbdfuse -P "$SS_DIR/f1.pid" "$SS_DIR/m1/disk" --unix "$SS_DIR/s1.sock" 2>>"$SS_DIR/nbdfuse.log" &
+    SS_F1=$!
+    ss_wait_for "$SS_DIR/f1.pid" 10 || return 1
+    SS_LOOP=$(losetup --direct-io=on -f --show "$SS_DIR/m1/disk") || return 1
+    [ "$(cat /sys/block/"${SS_LOOP#/dev/}"/loop/dio)" = 1 ] ||
+        { echo "slowstack: $SS_LOOP: direct I/O not enabled" >&2; return 1; }
+    echo none > /sys/block/"${SS_LOOP#/dev/}"/queue/scheduler
+    if [ "${spec%%:*}" = plain ]; then
+        # plain:k=v,... passes k=v to the file plugin (e.g. cache=none)
+        args=(file "$SS_LOOP")
+        if [ "$spec" != "${spec#*:}" ]; then
+            local IFS=,
+            for kv in ${spec#*:}; do args+=("$kv"); done
+            unset IFS
+        fi
+    else
+        args=(--filter="$FILTER" file "$SS_LOOP" deadline-scheduler="${spec%%:*}")
+        if [ "$spec" != "${spec#*:}" ]; then
+            local IFS=,
+            for kv in ${spec#*:}; do args+=("deadline-$kv"); done
+            unset IFS
+        fi
+    fi
+    # -v for the filter's exit statistics line
+    $NBDKIT -f -v -t "$THREADS" --unix "$SS_DIR/s2.sock" "${args[@]}" 2>"$SS_DIR/$tag.s2.log" &
+    SS_S2=$!
+    ss_wait_for "$SS_DIR/s2.sock" 20
+}
+
+# LABEL=CONFIG names a row; a bare CONFIG is its own label.
+ss_label () { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline) echo "${1%%=*}" ;; *) echo "$1" ;; esac; }
+ss_spec ()  { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline) echo "${1#*=}" ;; *) echo "$1" ;; esac; }
+
+# The issue 8 set: seed-exact deadline, each mechanism alone, both,
+# elevator, noop, plain nbdkit file.
+SS_CONFIGS_DEFAULT="seed=deadline:anticipate=0,preempt=off antic=deadline:anticipate=5ms,preempt=off \
+preempt=deadline:anticipate=0,preempt=on antic+preempt=deadline:anticipate=5ms,preempt=on \
+elevator noop plain"

@@ -411,9 +411,12 @@ handle_line (struct client *cl, char *line)
     return;
   }
 
-  if (strcmp (argv[0], "ping") == 0 && argc == 1)
+  if ((strcmp (argv[0], "ping") == 0 || strcmp (argv[0], "stats") == 0) &&
+      argc > 1)
+    error_reply (cl, "%s: takes no arguments", argv[0]);
+  else if (strcmp (argv[0], "ping") == 0)
     out (cl, "ok\n");
-  else if (strcmp (argv[0], "stats") == 0 && argc == 1)
+  else if (strcmp (argv[0], "stats") == 0)
     cmd_stats (cl);
   else if (strcmp (argv[0], "get") == 0)
     cmd_get (cl, argv, argc);

@@ -153,4 +153,24 @@ stop_nbdkit "$sock"
 [ ! -e "$ctl_sock" ] || fail "control socket left behind"
 if ctl stats 2>"$tmpdir/err"; then fail "stats on a stopped export"; fi
 grep -q "$ctl_sock" "$tmpdir/err" || fail "error does not name the socket"
+
+# A socket left by a killed nbdkit is replaced; a file that is not a
+# socket is never touched.
+start_nbdkit "$tmpdir/nbd2" --filter="$FILTER" memory 1M deadline-control="$ctl_sock"
+kill -9 "$(cat "$tmpdir/nbd2.pid")"
+for (( i=0; i<50; i++ )); do kill -0 "$(cat "$tmpdir/nbd2.pid")" 2>/dev/null || break; sleep 0.1; done
+rm -f "$tmpdir/nbd2.pid"         # gone: nothing for the cleanup to kill
+[ -S "$ctl_sock" ] || fail "kill -9 did not leave the socket (test premise)"
+start_nbdkit "$tmpdir/nbd3" --filter="$FILTER" memory 1M deadline-control="$ctl_sock"
+ctl ping | grep -qx ok || fail "stale socket not replaced"
+stop_nbdkit "$tmpdir/nbd3"
+echo precious > "$tmpdir/file"
+if $NBDKIT -U - --filter="$FILTER" memory 1M deadline-control="$tmpdir/file" \
+       --run true 2>"$tmpdir/err"; then
+    fail "started over a regular file"
+fi
+grep -q "deadline-control: $tmpdir/file: exists and is not a socket" "$tmpdir/err" ||
+    { cat "$tmpdir/err"; fail "not-a-socket message"; }
+[ "$(cat "$tmpdir/file")" = precious ] || fail "the file was touched"
+echo "stale socket replaced; a regular file refused and left alone"
 echo "$0: PASS"

@@ -467,6 +467,7 @@ print_stats_text (const struct reply *r, bool compact)
   print_latency_row (r, "read", "read");
   print_latency_row (r, "write", "write");
   if (!compact) {
+    print_latency_row (r, "inbox", "inbox");
     print_latency_row (r, "queue", "queued");
     print_latency_row (r, "device", "device");
   }
@@ -489,6 +490,10 @@ print_stats_text (const struct reply *r, bool compact)
           num (r, "antic_misses_total"), num (r, "rmw_total"));
   printf ("peaks       in flight %.0f, waiting %.0f\n",
           num (r, "inflight_max"), num (r, "waiting_max"));
+  if (num (r, "writeback_answered_total") > 0)
+    printf ("write-back  %.0f writes answered early, at most %s pending\n",
+            num (r, "writeback_answered_total"),
+            human_bytes (num (r, "writeback_bytes_max"), b1, sizeof b1));
 }
 
 static void

@@ -265,8 +265,11 @@ cmd_stats (struct client *cl)
   out (cl, "inflight %" PRIu64 "\n", s->inflight);
   out (cl, "inflight_max %" PRIu64 "\n", st.inflight_max);
   out (cl, "waiting_max %" PRIu64 "\n", st.waiting_max);
+  out (cl, "writeback_answered_total %" PRIu64 "\n", st.wb_answered);
+  out (cl, "writeback_bytes_max %" PRIu64 "\n", st.wb_bytes_max);
   hist_lines (cl, "read", &st.total[DL_READ]);
   hist_lines (cl, "write", &st.total[DL_WRITE]);
+  hist_lines (cl, "inbox", &st.inbox);
   hist_lines (cl, "queue", &st.queue);
   hist_lines (cl, "device", &st.device);
 

@@ -60,8 +60,8 @@ for f in /usr/sbin/nbd-deadline-ctl /usr/sbin/nbd-deadline-start "$gendir/nbd-de
 done
 grep -qx 'ExecStart=/usr/sbin/nbd-deadline-start %i' "$dest$unitdir/nbd-deadline@.service" ||
     fail "ExecStart"
-grep -qx 'ConditionPathExists=/etc/nbd-deadline/%i.conf' "$dest$unitdir/nbd-deadline@.service" ||
-    fail "ConditionPathExists"
+grep -qx '# Reads /etc/nbd-deadline/%i.conf; a missing or wrong file is' \
+    "$dest$unitdir/nbd-deadline@.service" || fail "sysconfdir in the unit"
 grep -q '^exec /usr/sbin/nbd-deadline-start --generate' "$dest$gendir/nbd-deadline-generator" ||
     fail "generator path"
 start=$dest/usr/sbin/nbd-deadline-start

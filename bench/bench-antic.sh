@@ -11,8 +11,8 @@
 # p99, and the writer's MiB/s.  Then the same with a random reader at
 # depth 32 (no dependent reads: anticipation must change nothing).
 #
-# Configurations: the seed (anticipate=0), the defaults (anticipate=5ms),
-# 2 ms, 5 ms with preemption, and elevator.  Run from the top of a built
+# Configurations: the seed (anticipate=0), the defaults (anticipate=20ms),
+# 5 ms, the defaults with preemption, and elevator.  Run from the top of a built
 # tree (run-tests or run-export build in build/).
 set -u
 
@@ -81,9 +81,9 @@ PY
 table () {
     printf '%-30s %9s %10s %10s %10s\n' configuration reads/s 'p50 ms' 'p99 ms' 'write MiB/s'
     row "seed (anticipate=0)" deadline-anticipate=0
-    row "defaults (anticipate=5ms)"
-    row "anticipate=2ms" deadline-anticipate=2ms
-    row "anticipate=5ms preempt=on" deadline-preempt=on
+    row "defaults (anticipate=20ms)"
+    row "anticipate=5ms" deadline-anticipate=5ms
+    row "defaults, preempt=on" deadline-preempt=on
     row "elevator" deadline-scheduler=elevator
 }
 
@@ -94,4 +94,4 @@ echo
 echo "== no dependent reads: random 4 KiB at depth 32"
 jobfile randread 4k 32
 row "seed (anticipate=0)" deadline-anticipate=0
-row "defaults (anticipate=5ms)"
+row "defaults (anticipate=20ms)"

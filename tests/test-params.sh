@@ -17,7 +17,7 @@ settings ()
 line=$(settings)
 for kv in scheduler=deadline read_expire=500ms write_expire=5s fifo_batch=64 \
           seek_cost=16 writes_starved=2 front_merges=on max_merge=1M depth=2 \
-          anticipate=5ms preempt=off preempt_min=32 \
+          anticipate=20ms preempt=off preempt_min=32 \
           max_inflight=0 dispatch=auto; do
     case " $line " in
         *" $kv "*) ;;

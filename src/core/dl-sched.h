@@ -78,8 +78,8 @@ struct dl_tunables {
   bool front_merges;            /* default true */
   uint64_t max_merge;           /* bytes per merged unit, default 1 MiB; 0 = no merging */
   /* Beyond the seed (anticipate 0 and preempt off = the seed): */
-  uint64_t anticipate_ns;       /* idle wait for a dependent reader, default
-                                   5 ms; 0 = off */
+  uint64_t anticipate_ns;       /* longest idle wait for a dependent reader,
+                                   default 20 ms; 0 = off */
   bool preempt;                 /* a read may end a write batch early
                                    (default off) ... */
   uint32_t preempt_min;         /* ... once it has spent this many cost

@@ -41,7 +41,7 @@ dl_tunables_default (struct dl_tunables *t)
   t->writes_starved = 2;
   t->front_merges = true;
   t->max_merge = 1 << 20;
-  t->anticipate_ns = 5 * MS;      /* measured: see anticipate.c */
+  t->anticipate_ns = 20 * MS;     /* a ceiling; measured: see anticipate.c */
   t->preempt = false;
   t->preempt_min = 32;           /* a seek, then some contiguous work */
 }

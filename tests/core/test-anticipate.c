@@ -78,7 +78,7 @@ main (void)
 
   /* anticipate = 0 (the seed): the write batch starts at once. */
   dl_tunables_default (&t);
-  CHECK_EQ (t.anticipate_ns, 5 * MS);
+  CHECK_EQ (t.anticipate_ns, 20 * MS);
   t.anticipate_ns = 0;
   now = 1000 * MS;
   s = mksched (&t, 1);
@@ -155,6 +155,30 @@ main (void)
   CHECK_EQ (dl_next_timer (s, now), now + 2500 * 1000);
   now += 3 * MS;
   writes_go_next (s);
+
+  /* The device's idle time is the read batch's too: each wait that a
+   * read ends costs the batch a quarter of a seek, so a reader that
+   * always comes back ends its batch after fifo_batch / (1 + seek_cost
+   * / 4) = 64 / 5 reads, not 64; after writes_starved (2) such batches
+   * the writes go: after 26 reads, not 128.
+   */
+  s = mksched (&t, 1);
+  flood (s, 64);
+  for (i = 0; i < 64; i++) {
+    read_from (s, READER, (uint64_t) i * 4 * KiB);
+    u = dl_dispatch (s, now);
+    REQUIRE (u != NULL);
+    if (u->op == DL_OP_WRITE)
+      break;
+    now += 1 * MS;
+    dl_complete (s, u, now);
+    CHECK (dl_dispatch (s, now) == NULL);   /* the device waits */
+    now += 100 * 1000;          /* the reader thinks 0.1 ms */
+  }
+  printf ("reads before the first write: %d\n", i);
+  CHECK_EQ (i, 26);
+  dl_complete (s, u, now);
+  finish (s);
 
   /* A reader far away each time is random: not waited for either. */
   s = mksched (&t, 1);

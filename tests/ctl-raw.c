@@ -113,6 +113,10 @@ main (int argc, char **argv)
       }
     }
     printf ("closed %d of %d\n%s\n", closed, n, first);
+    for (i = 0; i < n; ++i)
+      if (p[i].fd >= 0)
+        close (p[i].fd);
+    free (p);
     return 0;
   }
   fprintf (stderr, "usage: ctl-raw SOCKET send BYTES | hold N SECS\n");

@@ -39,6 +39,7 @@ expect "error read_expire: '' is not a duration (e.g. 500ms, 5s, 250us)" $'set r
 # others are dropped by the timeout; the I/O is not held up meanwhile.
 ./integrity -c 2 -d 8 -n 3000 -s 31 "$tmpdir/nbd" >/dev/null &
 ipid=$!
+cleanup_fn "kill $ipid 2>/dev/null"
 t0=$(date +%s.%N)
 out=$(./ctl-raw "$c" hold 40 8)
 t1=$(date +%s.%N)

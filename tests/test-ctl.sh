@@ -109,6 +109,7 @@ ctl scheduler deadline >/dev/null
 # integrity tool checks every read against its model of the disk.
 ./integrity -c 4 -d 16 -n 4000 -s 15 "$sock" >/dev/null &
 ipid=$!
+cleanup_fn "kill $ipid 2>/dev/null"
 for s in noop elevator deadline noop elevator deadline; do
     sleep 0.2
     ctl scheduler $s >/dev/null

@@ -91,7 +91,10 @@ badreq ()
     [ $rc = 0 ] || { echo "FAIL: $name: badreq rc=$rc"; fails=$((fails+1)); }
     pid=$(cat "$sock.pid")
     stop_nbdkit "$sock"
-    ! kill -0 "$pid" 2>/dev/null || { echo "FAIL: $name: nbdkit did not exit"; fails=$((fails+1)); }
+    # (nbdkit 1.32 hangs in exit under the ASan preload: see test-shutdown.sh.)
+    if [ -z "${SANITIZER_PRELOAD:-}" ] && kill -0 "$pid" 2>/dev/null; then
+        echo "FAIL: $name: nbdkit did not exit on SIGTERM"; fails=$((fails+1))
+    fi
     if grep -E 'AddressSanitizer|runtime error|assert|Segmentation' "$sock.log"; then
         echo "FAIL: $name: the server log shows a crash"; fails=$((fails+1))
     fi

@@ -15,6 +15,14 @@ requires test -x ./integrity
 requires test -f "$($NBDKIT --dump-config | sed -n 's/^filterdir=//p')/nbdkit-error-filter.so"
 
 ops=${FAULT_OPS:-12000}
+# make check-valgrind: nbdkit with the filter under memcheck (the error
+# paths too); every run's log must end with 0 errors.
+vg=
+if [ "${DEADLINE_VALGRIND:-0}" = 1 ]; then
+    requires valgrind --version
+    vg=1
+    NBDKIT="valgrind --error-exitcode=99 --leak-check=full --show-leak-kinds=definite --suppressions=${abs_top_srcdir:-$(dirname "$0")/..}/tests/valgrind.supp $NBDKIT"
+fi
 errfile=$tmpdir/errors-on
 fails=0
 
@@ -68,12 +76,19 @@ run ()
     ./integrity -V "$tmpdir/model" "$sock" || { echo "FAIL: $name: acknowledged data lost"; return 1; }
     ./integrity -c 4 -d 16 -n 5000 -s 12 "$sock" | tail -1 || { echo "FAIL: $name: clean run after the errors"; return 1; }
     stop_nbdkit "$sock"
+    if [ -n "$vg" ]; then
+        for (( i=0; i<300; i++ )); do grep -q 'ERROR SUMMARY' "$sock.log" && break; sleep 0.1; done
+        grep -E 'ERROR SUMMARY|definitely lost' "$sock.log"
+        # Every process (nbdkit forks to serve): no error anywhere.
+        grep -q 'ERROR SUMMARY: 0 errors' "$sock.log" &&
+            ! grep -q 'ERROR SUMMARY: [1-9]' "$sock.log" || { echo "FAIL: $name: valgrind"; return 1; }
+    fi
 }
 
 run nomerge 5% deadline-max-merge=0 || fails=$((fails+1))
-run merged 3% || fails=$((fails+1))
+[ -n "$vg" ] || run merged 3% || fails=$((fails+1))
 # Reads only, and a high rate with a deep device queue.
-run reads 10% error-pwrite-rate=0 error-trim-rate=0 error-zero-rate=0 deadline-depth=8 || fails=$((fails+1))
+[ -n "$vg" ] || run reads 10% error-pwrite-rate=0 error-trim-rate=0 error-zero-rate=0 deadline-depth=8 || fails=$((fails+1))
 run heavy 30% deadline-depth=16 || fails=$((fails+1))
 
 [ $fails = 0 ] || exit 1

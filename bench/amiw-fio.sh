@@ -24,6 +24,7 @@
 #   latency-time-rand.png, latency-time-seq.png  read latency over time
 #       while the writer floods, one panel per configuration.
 #
+# -p: no runs, only the table and plots again from RESULTS_DIR (same -c, -t).
 # CONFIG as in bench/amiw-vm.sh (deadline, elevator, noop, plain,
 # NAME:k=v,..., LABEL=CONFIG); default the issue 8 set.  Env: FILTER,
 # SLOWDISK, SLOWDISK_ARGS ("size=4G"), THREADS (128).  Needs root
@@ -34,10 +35,11 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/slowstack.sh
 . "$here/slowstack.sh"
-CONFIGS= SECS=15 RESULTS=$PWD/amiw-fio-results DEEP=0
-while getopts "c:t:d:x" o; do
+CONFIGS= SECS=15 RESULTS=$PWD/amiw-fio-results DEEP=0 PLOT_ONLY=0
+while getopts "c:t:d:xp" o; do
     case $o in
         c) CONFIGS=$OPTARG ;; t) SECS=$OPTARG ;; d) RESULTS=$OPTARG ;; x) DEEP=1 ;;
+        p) PLOT_ONLY=1 ;;
         *) sed -n '2,/^set -euo/p' "$0" | grep '^#' >&2; exit 2 ;;
     esac
 done
@@ -110,6 +112,7 @@ labels=()
 echo "amiw-fio: slowdisk $SLOWDISK_ARGS; ${SECS} s per load; nbdkit -t $THREADS; results in $RESULTS" >&2
 for c in $CONFIGS; do
     l=$(ss_label "$c"); s=$(ss_spec "$c"); labels+=("$l")
+    [ "$PLOT_ONLY" = 1 ] && continue
     for k in $kinds; do
         rm -f "$data"; truncate -s 0 "$data"
         ss_up "$l.$k" "$s" "$data" || die "$l: the stack did not come up"
@@ -192,18 +195,22 @@ for k in rand seq; do
     } > "$SS_DIR/cdf-$k.gp"
     gnuplot "$SS_DIR/cdf-$k.gp"
     n=${#labels[@]}
+    # one y scale for every panel; the x axis runs on to the last
+    # completion (a starved read can complete after the run's end)
+    ymax=$(cat "$SS_DIR"/*."$k".ts 2>/dev/null | awk '$2 > m { m = $2 } END { print (m > 1 ? m * 1.5 : 10) }')
+    xmax=$(cat "$SS_DIR"/*."$k".ts 2>/dev/null | awk '$1 > m { m = $1 } END { print (m > 0 ? m : 1) }')
     {
         echo "set terminal pngcairo size 1000,$((170 * n + 60)) font 'sans,9'"
         echo "set output '$RESULTS/latency-time-$k.png'"
         echo "set multiplot layout $n,1 title 'Read latency over time while the writer floods: $what'"
-        echo "set logscale y; set yrange [0.1:*]; set grid; set ylabel 'ms'"
-        echo "set xrange [0:$SECS]"
+        echo "set logscale y; set yrange [0.1:$ymax]; set grid; set ylabel 'ms'"
+        echo "set xrange [0:$xmax]"
         i=0
         for l in "${labels[@]}"; do
             i=$((i + 1))
             [ $i = "$n" ] && echo "set xlabel 'time (s)'"
             if [ -s "$SS_DIR/$l.$k.ts" ]; then
-                echo "plot '$SS_DIR/$l.$k.ts' using 1:(\$2 < 0.1 ? 0.1 : \$2) with points pt 7 ps 0.3 title '$l'"
+                echo "plot '$SS_DIR/$l.$k.ts' using 1:(\$2 < 0.1 ? 0.1 : \$2) with points pt 7 ps 0.3 lc $i title '$l'"
             fi
         done
         echo "unset multiplot"

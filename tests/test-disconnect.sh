@@ -45,8 +45,11 @@ settle ()
 # nbdkit_aborted PID LOG: nbdkit is gone, of its own 1.32 assertion.
 nbdkit_aborted ()
 {
-    [ -d /proc/$1/fd ] && return 1
-    grep -q "raw_send_socket: Assertion \`sock >= 0' failed" "$2"
+    local i
+    grep -q "raw_send_socket: Assertion \`sock >= 0' failed" "$2" || return 1
+    # Dying takes a while under a sanitizer (it symbolizes the abort).
+    for (( i=0; i<100; i++ )); do [ -d /proc/$1/fd ] || break; sleep 0.1; done
+    return 0
 }
 
 # vanish NAME SOCK: the disconnect rounds against a running server.
@@ -116,6 +119,10 @@ vanish ()
         echo "FAIL: $name: $p"
         fails=$((fails+1))
     done
+    if [ ${#problems[@]} -gt 0 ]; then
+        echo "$name: nbdkit's log, without debug lines:"
+        grep -v 'debug:' "$sock.log" | grep -v 'Connection reset by peer\|Broken pipe' | tail -40
+    fi
     return 0
 }
 

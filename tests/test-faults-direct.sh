@@ -23,6 +23,7 @@ requires losetup --version
 requires test -f "$($NBDKIT --dump-config | sed -n 's/^filterdir=//p')/nbdkit-error-filter.so"
 
 ops=${FAULT_OPS:-8000}
+[ -z "${SANITIZER_PRELOAD:-}" ] || ops=${FAULT_OPS:-4000}
 errfile=$tmpdir/errors-on
 mnt=$tmpdir/fuse
 below=$tmpdir/below

@@ -15,6 +15,7 @@ requires test -x ./integrity
 requires test -f "$($NBDKIT --dump-config | sed -n 's/^filterdir=//p')/nbdkit-error-filter.so"
 
 ops=${FAULT_OPS:-12000}
+[ -z "${SANITIZER_PRELOAD:-}" ] || ops=${FAULT_OPS:-5000}
 # make check-valgrind: nbdkit with the filter under memcheck (the error
 # paths too); every run's log must end with 0 errors.
 vg=

@@ -34,7 +34,7 @@
 # In the guest (tests/vm/guest-init): drop caches, time `cat` of every
 # file (idle disk); the host drops its caches too; start the flood (dd:
 # a loop of dd conv=notrunc,fsync of flood; dbench: dbench 4), let it run
-# WARM s (the write-only MiB/s of nbd0 over that time, its first second
+# WARM s (the write-only MiB/s of nbd0 over that time, its first third
 # left out), time the cat again (capped at CAT_TIMEOUT s, ">T"), with the
 # MiB/s written meanwhile (the mixed load), check every file's md5.
 #
@@ -43,7 +43,7 @@
 # Default: the issue 8 set (seed-exact deadline, anticipation alone,
 # preemption alone, both, elevator, noop, plain nbdkit file).
 # Options: -r runs (1), -W flood (dd), -n files (300), -f flood MiB
-# (256), -T cat timeout (120), -w warm-up s (5), -t nbdkit threads of
+# (256), -T cat timeout (120), -w warm-up s (10), -t nbdkit threads of
 # the scheduled server (128, the kernel client's queue depth; nbdkit's
 # default 16 would leave the rest of the kernel's queue in the socket,
 # in FIFO order), -o FILE also write the tables there, -k keep the work
@@ -59,7 +59,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/slowstack.sh
 . "$here/slowstack.sh"
-RUNS=1 FLOODS=dd NFILES=300 FLOOD_MB=256 CAT_TIMEOUT=120 WARM=5 THREADS=128
+RUNS=1 FLOODS=dd NFILES=300 FLOOD_MB=256 CAT_TIMEOUT=120 WARM=10 THREADS=128
 KEEP=0 VERBOSE=0 OUT=
 CONFIGS=
 while getopts "r:c:W:n:f:T:w:t:o:kv" o; do

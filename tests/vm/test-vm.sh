@@ -2,11 +2,11 @@
 # nbd-deadline: `make check-vm`, the AMIW through the kernel NBD client.
 #
 # Short form of bench/amiw-vm.sh: Debian's kernel under qemu (TCG) with
-# nbd-client attaching the filter's export, ext4 on /dev/nbd0, 200 small
+# nbd-client attaching the filter's export, ext4 on /dev/nbd0, 150 small
 # files; cat of every file with the disk idle and under a dd flood, for
 # the deadline filter with its defaults, elevator and plain nbdkit file,
 # over the slow-disk fixture.  Every file read back under the flood is
-# checked (amiw-vm.sh fails otherwise).  About 4 minutes; the first run
+# checked (amiw-vm.sh fails otherwise).  About 5 minutes; the first run
 # also downloads the kernel and packages (~75 MB) into
 # /var/cache/nbd-deadline-vm (VM_CACHE).
 #
@@ -44,7 +44,7 @@ fi
 out=$(mktemp /tmp/amiw-vm-table.XXXXXX)
 trap 'rm -f "$out"' EXIT
 rc=0
-"$top_srcdir/bench/amiw-vm.sh" -n 200 -T 90 -c "deadline elevator plain" -o "$out" || rc=$?
+"$top_srcdir/bench/amiw-vm.sh" -n 150 -T 120 -c "deadline elevator plain" -o "$out" || rc=$?
 [ $rc = 77 ] && skip "bench/amiw-vm.sh skipped (reason above)"
 [ $rc = 0 ] || { echo "FAIL: bench/amiw-vm.sh exited $rc"; exit 1; }
 

@@ -149,6 +149,7 @@ reader_for (struct dl_sched *s, const struct dl_req *r, uint64_t now)
   if (same_conn)
     return same_conn;
   memset (victim, 0, sizeof *victim);
+  victim->conn = r->stream;
   s->stream_gen++;
   victim->key = s->stream_gen * DL_STREAMS + (uint64_t) (victim - s->streams);
   return victim;
@@ -197,7 +198,11 @@ antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now)
   if (st == NULL)
     return;
   r->reader = st->key;
-  if (r->stream != 0)
+  /* A reader keeps the connection it was first seen on: a read from
+   * another connection that it adopts (rule 2) must not take that
+   * reader's next read away from it (rule 1).
+   */
+  if (st->conn == 0)
     st->conn = r->stream;
   if (st->last_done_ns != 0 && st->last_done_ns >= st->last_arrival_ns) {
     /* Its previous read had completed: a dependent read. */
@@ -217,10 +222,13 @@ antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now)
 
   if (s->antic.on && s->antic.reader == st->key) {
     if (s->antic.counted) {
-      /* The device idled for it: that time is the batch's too. */
-      uint32_t c = s->t.seek_cost / 4 ? s->t.seek_cost / 4 : 1;
       s->st.antic_hits++;
-      s->batch_cost = c > UINT32_MAX - s->batch_cost ? UINT32_MAX : s->batch_cost + c;
+      if (s->batching && s->batch_dir == DL_READ) {
+        /* The device idled for it: that time is the batch's too. */
+        uint32_t c = s->t.seek_cost / 4 ? s->t.seek_cost / 4 : 1;
+        s->batch_cost = c > UINT32_MAX - s->batch_cost ? UINT32_MAX
+                                                       : s->batch_cost + c;
+      }
     }
     s->antic.on = false;
     s->antic.extend = true;     /* the batch goes on with this read */

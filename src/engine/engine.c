@@ -524,7 +524,7 @@ engine_start (struct engine *e)
 static int
 enqueue (struct engine *e, struct engine_req *r)
 {
-  bool first, wake;
+  bool first;
 
   r->dl.offset = r->offset;
   r->dl.length = r->op == DL_OP_FLUSH ? 0 : r->length;
@@ -551,7 +551,6 @@ enqueue (struct engine *e, struct engine_req *r)
   else
     e->inbox_tail->inbox_next = r;
   e->inbox_tail = r;
-  wake = __atomic_load_n (&e->inflight, __ATOMIC_RELAXED) < e->p.depth;
   pthread_mutex_unlock (&e->lock);
 
   /* Not under stats_lock: every submitting thread passes here, and the
@@ -559,17 +558,13 @@ enqueue (struct engine *e, struct engine_req *r)
    */
   __atomic_add_fetch (&e->submitted, 1, __ATOMIC_RELAXED);
 
-  /* One wake-up per batch: later arrivals ride on the first's.  And
-   * none while every slot at the device is taken: the loop then has
-   * nothing to dispatch until a unit completes, and it looks at the
-   * inbox after each completion (on_ring), so waking it now would only
-   * cost a switch.  A flush is the exception: it may go beyond the
-   * depth.  The loop lowers `inflight` before it takes the inbox under
-   * `lock`, and we read `inflight` under `lock` after appending: one
-   * of the two critical sections comes first, so either the loop finds
-   * this request or we see the free slot and wake it.
+  /* One wake-up per batch: later arrivals ride on the first's.  (Not
+   * waking the loop while every slot is taken was tried: a unit that
+   * completes inside issue(), or a NEXT unit completed through the done
+   * list, lowers `inflight` after the inbox was taken, and a request
+   * could then be stranded.  The spin change gave the gain anyway.)
    */
-  if (first && (wake || r->op == DL_OP_FLUSH))
+  if (first)
     ev_async_send (e->loop, &e->wake);
   return 0;
 }
@@ -693,6 +688,7 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   pthread_mutex_lock (&e->wb_lock);
   st->wb_answered = e->wb_answered;
   st->wb_bytes_max = e->wb_bytes_max;
+  st->wb_failed = e->wb_failed;
   pthread_mutex_unlock (&e->wb_lock);
 }
 
@@ -731,7 +727,8 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 " rmw=%" PRIu64
                 " short_io=%" PRIu64 " zero_fallback=%" PRIu64
                 " inflight_max=%" PRIu64 " waiting_max=%" PRIu64
-                " wb_answered=%" PRIu64 " wb_max=%" PRIu64,
+                " wb_answered=%" PRIu64 " wb_max=%" PRIu64
+                " wb_failed=%" PRIu64,
                 st->completed, st->failed, st->units, st->unit_members,
                 st->sched.inserted[DL_READ], st->sched.inserted[DL_WRITE],
                 st->sched.flushes, st->sched.merged_back,
@@ -743,7 +740,7 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 st->sched.antic_waits, st->sched.antic_hits,
                 st->sched.antic_misses, st->rmw, st->short_io,
                 st->zero_fallback, st->inflight_max, st->waiting_max,
-                st->wb_answered, st->wb_bytes_max);
+                st->wb_answered, st->wb_bytes_max, st->wb_failed);
   if (n < 0 || (size_t) n >= left)
     return;
   p += n;

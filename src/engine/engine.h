@@ -150,9 +150,9 @@ struct engine_stats {
   uint64_t waiting_max;         /* most units seen waiting in the core */
   uint64_t wb_answered;         /* writes answered before the device had them */
   uint64_t wb_bytes_max;        /* most bytes of such writes pending */
+  uint64_t wb_failed;           /* ... of which failed on the device */
   /* Where requests wait, in ns. */
-  struct dl_hist inbox;         /* submit -> inserted by the loop (while every
-                                 * slot is busy, until the next completion) */
+  struct dl_hist inbox;         /* submit -> inserted by the loop */
   struct dl_hist queue;         /* inserted -> dispatched (the scheduler) */
   struct dl_hist device;        /* dispatched -> completed (the device) */
   struct dl_hist total[2];      /* submit -> completed, by direction */

@@ -72,9 +72,10 @@ struct engine {
   pthread_mutex_t wb_lock;
   pthread_cond_t wb_cond;       /* one completed, or closed */
   struct wb_write *wb_head, *wb_tail; /* in answer order */
-  uint64_t wb_seq, wb_bytes, wb_bytes_max, wb_answered;
-  uint64_t wb_error_seq;
-  int wb_error;                 /* of an answered write, for the next flush */
+  uint64_t wb_seq, wb_bytes, wb_bytes_max, wb_answered, wb_failed;
+  uint64_t wb_ticket, wb_serving; /* writers waiting for room, in order */
+  uint64_t wb_error_seq;        /* the first answered write that failed */
+  int wb_error;                 /* its error: every flush from then on fails */
   bool wb_closed;
 
   /* Statistics, under stats_lock (updated by the loop thread). */

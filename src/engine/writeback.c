@@ -18,8 +18,11 @@
  * What the client may rely on is what NBD promises for a server with a
  * write cache, and what plain `nbdkit file` gives through the page
  * cache: a flush returns only once every write answered before it is
- * on the device (and then fsyncs), and reports the error of any of
- * those that failed; a FUA write is never answered early; a read or a
+ * on the device (and then fsyncs); once an answered write has failed,
+ * every flush that covers it fails, on every connection, for as long as
+ * the server runs (data a client was told is written is gone: the
+ * client must not be told otherwise by a later flush, and which
+ * connection's data it was is not the point); a FUA write is never answered early; a read or a
  * write overlapping an answered write is ordered after it by the core
  * (hazard.c), so it sees its data.  Stopping the engine first completes
  * every answered write.  Only direct dispatch uses it: a write through
@@ -62,10 +65,12 @@ wb_done (struct engine_req *r, void *opaque)
   pthread_mutex_lock (&e->wb_lock);
   wb_unlink (e, w);
   e->wb_bytes -= w->r.length;
-  if (r->result < 0 && e->wb_error == 0) {
-    /* Kept for the first flush that covers it. */
-    e->wb_error = r->result;
-    e->wb_error_seq = w->seq;
+  if (r->result < 0) {
+    e->wb_failed++;
+    if (e->wb_error == 0 || w->seq < e->wb_error_seq) {
+      e->wb_error = r->result;
+      e->wb_error_seq = w->seq;
+    }
   }
   pthread_cond_broadcast (&e->wb_cond);
   pthread_mutex_unlock (&e->wb_lock);
@@ -103,9 +108,21 @@ wb_submit (struct engine *e, struct engine_req *r)
   w->e = e;
 
   pthread_mutex_lock (&e->wb_lock);
-  while (e->wb_bytes > 0 && e->wb_bytes + r->length > e->p.writeback_bytes &&
-         !e->wb_closed)
-    pthread_cond_wait (&e->wb_cond, &e->wb_lock);
+  /* Writers wait for room in the order they came (a ticket), or a big
+   * write could wait forever while small ones keep fitting in.
+   */
+  {
+    uint64_t ticket = e->wb_ticket++;
+
+    while (!e->wb_closed &&
+           (e->wb_serving != ticket ||
+            (e->wb_bytes > 0 && e->wb_bytes + r->length > e->p.writeback_bytes)))
+      pthread_cond_wait (&e->wb_cond, &e->wb_lock);
+    if (!e->wb_closed) {
+      e->wb_serving++;
+      pthread_cond_broadcast (&e->wb_cond);   /* the next ticket's turn */
+    }
+  }
   if (e->wb_closed) {
     pthread_mutex_unlock (&e->wb_lock);
     free (w);
@@ -140,7 +157,8 @@ wb_submit (struct engine *e, struct engine_req *r)
 }
 
 /* Before a flush: wait until every write answered so far is on the
- * device.  Returns the error of one of them that failed, if any (once).
+ * device.  Returns the error of the first answered write that failed,
+ * if it is among them (and for every later flush too).
  */
 int
 wb_before_flush (struct engine *e)
@@ -154,10 +172,8 @@ wb_before_flush (struct engine *e)
   mark = e->wb_seq;
   while (e->wb_head && e->wb_head->seq <= mark)
     pthread_cond_wait (&e->wb_cond, &e->wb_lock);
-  if (e->wb_error && e->wb_error_seq <= mark) {
+  if (e->wb_error && e->wb_error_seq <= mark)
     err = e->wb_error;
-    e->wb_error = 0;
-  }
   pthread_mutex_unlock (&e->wb_lock);
   return err;
 }

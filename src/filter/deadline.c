@@ -291,6 +291,14 @@ deadline_cleanup (nbdkit_backend *backend)
   control_free (control);       /* the loop has stopped: safe here */
   control = NULL;
   log_stats ("exit");
+  {
+    struct engine_stats st;
+
+    engine_get_stats (engine, &st);
+    if (st.wb_failed > 0)
+      nbdkit_error ("deadline: %" PRIu64 " writes answered early (deadline-writeback) "
+                    "failed on the device; flushes reported it", st.wb_failed);
+  }
   engine_free (engine);
   engine = NULL;
 }

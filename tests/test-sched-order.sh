@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Scheduling observed end to end.  Below the filter, nbdkit's delay
-# filter makes every write take 20 ms (so dispatch goes through "next"
+# filter makes every write take 100 ms (so dispatch goes through "next"
 # and requests queue in the scheduler).  64 writes are queued, then a
 # read above all of them: the deadline policy serves it after a few
 # writes; noop (FIFO) and elevator (one ascending sweep) serve it last.
@@ -16,8 +16,11 @@ probe ()
     n=-1
     # -t: enough worker threads per connection to hold all 64 writes.
     start_nbdkit "$sock" -t 128 --filter="$FILTER" --filter=delay \
-        memory 1G delay-write=20ms deadline-scheduler="$sched" || return 1
-    out=$(./order-probe -w 64 -t 30 "$sock")
+        memory 1G delay-write=100ms deadline-scheduler="$sched" || return 1
+    # -t 150: time for every write to reach the scheduler even under a
+    # sanitizer on a loaded machine (30 ms was not), while only a few
+    # of the 100 ms writes complete.
+    out=$(./order-probe -w 64 -t 150 "$sock")
     stop_nbdkit "$sock"
     n=$(printf '%s\n' "$out" | sed -n 's/.*writes_before_read=\([0-9]*\).*/\1/p')
     n=${n:--1}

@@ -237,8 +237,8 @@ table ()
             dbench) echo "== kernel nbd client (VM): cat under dbench 4" ;;
         esac
         ref=
-        printf "%-16s %9s %10s %10s %9s %12s %12s %9s\n" config idle_cat_s flood_cat_s flood/idle vs_first \
-            wr_only_MiBs wr_mixed_MiBs mix/only
+        printf "%-16s %9s %10s %10s %9s %12s %12s %9s %10s\n" config idle_cat_s flood_cat_s flood/idle vs_first \
+            wr_only_MiBs wr_mixed_MiBs mix/only nbd_rd_ms
         for c in $CONFIGS; do
             l=$(label "$c")
             mi=$(median $(field idle "${R[$fl.$l]}"))
@@ -246,10 +246,12 @@ table ()
             wo=$(median $(field write_only_mibs "${R[$fl.$l]}"))
             wm=$(median $(field write_mixed_mibs "${R[$fl.$l]}"))
             [ -z "$ref" ] && ref=$mf
-            printf "%-16s %9s %10s %10s %9s %12s %12s %9s\n" "$l" "$mi" "$mf" "$(ratio "$mf" "$mi")" \
-                "$(ratio "$mf" "$ref")" "$wo" "$wm" "$(awk -v a="$wm" -v b="$wo" 'BEGIN { if (b > 0) printf "%.0f%%", 100 * a / b; else print "-" }')"
+            printf "%-16s %9s %10s %10s %9s %12s %12s %9s %10s\n" "$l" "$mi" "$mf" "$(ratio "$mf" "$mi")" \
+                "$(ratio "$mf" "$ref")" "$wo" "$wm" "$(awk -v a="$wm" -v b="$wo" 'BEGIN { if (b > 0) printf "%.0f%%", 100 * a / b; else print "-" }')" \
+                "$(median $(field nbd_read_ms "${R[$fl.$l]}"))"
         done
-        echo "(medians of $RUNS run(s); $nfiles files, $kib KiB; slowdisk $SLOWDISK_ARGS; nbdkit -t $THREADS)"
+        echo "(medians of $RUNS run(s); $nfiles files, $kib KiB; slowdisk $SLOWDISK_ARGS; nbdkit -t $THREADS;"
+        echo " wr_*: MiB/s written to nbd0 by the flood alone and during the flood cat; nbd_rd_ms: mean read latency at nbd0 during it)"
         echo "raw flood cat s: $(for c in $CONFIGS; do l=$(label "$c"); printf '%s [%s] ' "$l" "$(field flood "${R[$fl.$l]}" | tr '\n' ' ' | sed 's/ $//')"; done)"
     done
     echo "configs: $(for c in $CONFIGS; do printf '%s=%s ' "$(label "$c")" "$(spec "$c")"; done)"

@@ -9,7 +9,7 @@
 # device queue and a tiny in-flight byte budget.
 #
 #   TORTURE_OPS (default 45000 in all, 18000 under a sanitizer;
-#   make check-long: 1000000)
+#   make check-long: 1000000), TORTURE_DISK_MB (64)
 source "$(dirname "$0")/functions.sh"
 requires_filter
 requires test -x ./integrity
@@ -17,9 +17,10 @@ requires test -x ./integrity
 total=${TORTURE_OPS:-45000}
 # A sanitized filter is several times slower.
 [ -z "${SANITIZER_PRELOAD:-}" ] || total=${TORTURE_OPS:-18000}
+mb=${TORTURE_DISK_MB:-64}
 disk=$tmpdir/disk.img
-truncate -s 64M "$disk"
-dd if=/dev/urandom of="$disk" bs=1M count=16 seek=8 conv=notrunc status=none
+truncate -s ${mb}M "$disk"
+dd if=/dev/urandom of="$disk" bs=1M count=$(( mb / 4 )) seek=$(( mb / 8 )) conv=notrunc status=none
 
 configs=(
   "direct|file $disk"
@@ -33,7 +34,7 @@ configs=(
 )
 if [ "$(id -u)" = 0 ] && losetup --version >/dev/null 2>&1; then
     lfile=$tmpdir/loop.img
-    truncate -s 64M "$lfile"
+    truncate -s ${mb}M "$lfile"
     if make_loop "$lfile" --direct-io=on --sector-size 4096; then
         configs+=("loop-4k|file $loopdev deadline-depth=8")
     fi

@@ -15,6 +15,9 @@
 # or new).
 #
 #   CRASH_CYCLES (default 10; make check-long: 100)
+#   CRASH_PRE_FILTERS  filters above ours, e.g. a negative control: the
+#       early-ack experiment (tests/amiw/early-ack.c) answers writes
+#       before they are done, and this test must then find bytes lost.
 source "$(dirname "$0")/functions.sh"
 requires_filter
 requires test -x ./integrity
@@ -36,7 +39,8 @@ for (( c=1; c<=cycles; c++ )); do
         0) dispatch=direct wb=(deadline-writeback=$(( 1 + RANDOM % 8 ))M) vopt=(-D) ;;
     esac
     sock=$tmpdir/sock$c
-    start_nbdkit "$sock" --filter="$FILTER" file "$disk" "${wb[@]}" \
+    # shellcheck disable=SC2086
+    start_nbdkit "$sock" ${CRASH_PRE_FILTERS:-} --filter="$FILTER" file "$disk" "${wb[@]}" \
         deadline-dispatch=$dispatch deadline-depth=$(( 1 + RANDOM % 4 )) || exit 1
     pid=$(cat "$sock.pid")
 

@@ -396,11 +396,11 @@ table ()
     for s in $SCHEDS; do
         [ -z "$ref" ] && [ "${s%%:*}" = deadline ] && ref=$(median ${flood[$s]})
     done
-    printf "%-32s %10s %12s %10s %12s\n" scheduler "idle_cat_s" "flood_cat_s" "flood/idle" "vs_deadline"
+    printf "%-40s %10s %12s %10s %12s\n" scheduler "idle_cat_s" "flood_cat_s" "flood/idle" "vs_deadline"
     for s in $SCHEDS; do
         mi=$(median ${idle[$s]})
         mf=$(median ${flood[$s]})
-        printf "%-32s %10s %12s %10s %12s\n" "$s" "$mi" "$mf" \
+        printf "%-40s %10s %12s %10s %12s\n" "$s" "$mi" "$mf" \
             "$(awk -v a="${mf#>}" -v b="${mi#>}" 'BEGIN{printf "%.1fx", a/b}')" \
             "$( [ -n "$ref" ] && awk -v a="${mf#>}" -v b="${ref#>}" 'BEGIN{printf "%.1fx", a/b}' || echo -)"
     done

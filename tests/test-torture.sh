@@ -40,7 +40,7 @@ if [ "$(id -u)" = 0 ] && losetup --version >/dev/null 2>&1; then
     fi
 fi
 
-per=$(( total / ${#configs[@]} ))
+per=$(( (total + ${#configs[@]} - 1) / ${#configs[@]} ))
 [ $per -ge 1000 ] || per=1000
 fails=0 done_ops=0 seed=100
 for c in "${configs[@]}"; do

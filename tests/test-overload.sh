@@ -62,7 +62,11 @@ run ()
     echo "$name: $conns connections x $depth in flight; peak $peak_thr threads;" \
          "peak RSS $((hwm / 1024)) MiB (at rest $((base / 1024)) MiB; bound $((bound / 1024)) MiB)"
     [ "$hwm" -le "$bound" ] || { echo "FAIL: $name: peak RSS over the bound"; return 1; }
-    grep 'deadline stats (exit)' "$sock.log" | grep -o 'inflight_max=[0-9]* waiting_max=[0-9]*'
+    # In the server (submit -> complete, so without the client's and the
+    # sockets' share): the queue and each direction's latency.
+    grep 'deadline stats (exit)' "$sock.log" |
+        grep -o 'inflight_max=[0-9]* waiting_max=[0-9]*\|expired=[0-9/]*\|read\[[^]]*\]\|write\[[^]]*\]' |
+        tr '\n' ' '; echo
 }
 
 run direct --filter="$FILTER" file "$disk" || fails=$((fails+1))

@@ -17,7 +17,7 @@ settings ()
 line=$(settings)
 for kv in scheduler=deadline read_expire=500ms write_expire=5s fifo_batch=64 \
           seek_cost=16 writes_starved=2 front_merges=on max_merge=1M depth=2 \
-          anticipate=20ms preempt=off preempt_min=32 \
+          anticipate=20ms preempt=on preempt_min=32 \
           max_inflight=0 dispatch=auto; do
     case " $line " in
         *" $kv "*) ;;
@@ -38,7 +38,7 @@ valid=(
   "front-merges off front_merges=off"
   "max-merge 256k max_merge=256k"
   "anticipate 2ms anticipate=2ms"
-  "preempt on preempt=on"
+  "preempt off preempt=off"
   "preempt-min 8 preempt_min=8"
   "depth 32 depth=32"
   "max-inflight 16M max_inflight=16777216"

@@ -42,7 +42,7 @@ dl_tunables_default (struct dl_tunables *t)
   t->front_merges = true;
   t->max_merge = 1 << 20;
   t->anticipate_ns = 20 * MS;     /* a ceiling; measured: see anticipate.c */
-  t->preempt = false;
+  t->preempt = true;             /* measured: see select.c */
   t->preempt_min = 32;           /* a seek, then some contiguous work */
 }
 

@@ -153,7 +153,7 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-front-merges=BOOL      Merge in front of queued requests (default on).\n" \
   "deadline-max-merge=SIZE         Largest merged unit (default 1M, 0 = no merging).\n" \
   "deadline-anticipate=DURATION    Longest wait for a reader's next read (default 20ms, 0 = off).\n" \
-  "deadline-preempt=BOOL           A read may end a write batch early (default off).\n" \
+  "deadline-preempt=BOOL           A read may end a write batch early (default on).\n" \
   "deadline-preempt-min=N          ... after the batch spent N cost units (default 32).\n" \
   "deadline-depth=N                Units in flight at the device (default 2;\n" \
   "                                raise to 16-64 for SSDs/NVMe).\n" \

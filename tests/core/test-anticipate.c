@@ -79,6 +79,7 @@ main (void)
   /* anticipate = 0 (the seed): the write batch starts at once. */
   dl_tunables_default (&t);
   CHECK_EQ (t.anticipate_ns, 20 * MS);
+  t.preempt = false;            /* anticipation alone (test-preempt: both) */
   t.anticipate_ns = 0;
   now = 1000 * MS;
   s = mksched (&t, 1);

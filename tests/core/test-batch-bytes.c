@@ -17,6 +17,7 @@ writes_in_first_batch (uint64_t len, int n)
   int i, writes = 0;
 
   dl_tunables_default (&t);
+  t.preempt = false;            /* the seed's batches, whole */
   t.max_merge = 0;              /* the units are what we queue */
   s = mksched (&t, 1);
   for (i = 0; i < n; i++)

@@ -18,6 +18,7 @@ clook_order (void)
   int i;
 
   dl_tunables_default (&t);
+  t.preempt = false;            /* the seed's deadline */
   t.policy = DL_POLICY_ELEVATOR;
   s = mksched (&t, 1);
   for (i = 0; i < 4; i++)
@@ -51,6 +52,7 @@ low_read_wait (enum dl_policy policy)
   long tick, got = -1;
 
   dl_tunables_default (&t);
+  t.preempt = false;            /* the seed's deadline */
   t.policy = policy;
   t.max_merge = 0;              /* one unit per request */
   s = mksched (&t, 1);
@@ -82,6 +84,7 @@ main (void)
   CHECK_EQ (w, -1);             /* starved for the whole run */
 
   dl_tunables_default (&t);
+  t.preempt = false;            /* the seed's deadline */
   w = low_read_wait (DL_POLICY_DEADLINE);
   printf ("deadline: low read served at tick %ld\n", w);
   CHECK (w >= 1);

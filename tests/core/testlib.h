@@ -114,6 +114,7 @@ mksched_default (void)
 {
   struct dl_tunables t;
   dl_tunables_default (&t);
+  t.preempt = false;            /* the seed's rules: preemption has its own test */
   return mksched (&t, 1);
 }
 

@@ -88,15 +88,22 @@ dl_tunables_validate (const struct dl_tunables *t, char *err, size_t errlen)
 static int
 parse_number (const char *s, double *v, const char **rest)
 {
+  const char *p;
   char *end;
 
   while (*s == ' ')
     s++;
   if (*s < '0' || *s > '9')
-    return -EINVAL;             /* no sign, no "inf", no hex */
+    return -EINVAL;             /* no sign, no "inf" */
+  /* Plain decimal only: strtod would also take "0x10" and "1e3". */
+  for (p = s; (*p >= '0' && *p <= '9') || *p == '.'; p++)
+    ;
+  if ((*p == 'x' || *p == 'X') || ((*p == 'e' || *p == 'E') && p[1] != '\0' &&
+                                   ((p[1] >= '0' && p[1] <= '9') || p[1] == '+' || p[1] == '-')))
+    return -EINVAL;
   errno = 0;
   *v = strtod (s, &end);
-  if (errno != 0 || end == s)
+  if (errno != 0 || end != p)
     return -EINVAL;
   *rest = end;
   return 0;

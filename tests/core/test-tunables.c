@@ -120,6 +120,9 @@ main (void)
   CHECK (dl_parse_duration ("", &v) == -EINVAL);
   CHECK (dl_parse_duration ("s", &v) == -EINVAL);
   CHECK (dl_parse_duration ("-5ms", &v) == -EINVAL);
+  CHECK (dl_parse_duration ("0x10ms", &v) == -EINVAL);   /* decimal only */
+  CHECK (dl_parse_duration ("1e3ms", &v) == -EINVAL);
+  CHECK (dl_parse_duration ("1.5ms", &v) == 0 && v == 1500000);
   CHECK (dl_parse_duration ("5 ms x", &v) == -EINVAL);
   CHECK (dl_parse_size ("4096", &v) == 0 && v == 4096);
   CHECK (dl_parse_size ("64k", &v) == 0 && v == 64 * KiB);

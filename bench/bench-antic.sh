@@ -11,8 +11,9 @@
 # p99, and the writer's MiB/s.  Then the same with a random reader at
 # depth 32 (no dependent reads: anticipation must change nothing).
 #
-# Configurations: the seed (anticipate=0), the defaults (anticipate=20ms),
-# 5 ms, the defaults with preemption, and elevator.  Run from the top of a built
+# Configurations: the seed (anticipate=0 preempt=off), the defaults
+# (anticipate=20ms, preempt on),
+# 5 ms, the defaults without preemption, and elevator.  Run from the top of a built
 # tree (run-tests or run-export build in build/).
 set -u
 
@@ -80,10 +81,10 @@ PY
 
 table () {
     printf '%-30s %9s %10s %10s %10s\n' configuration reads/s 'p50 ms' 'p99 ms' 'write MiB/s'
-    row "seed (anticipate=0)" deadline-anticipate=0
+    row "seed (anticipate=0 preempt=off)" deadline-anticipate=0 deadline-preempt=off
     row "defaults (anticipate=20ms)"
     row "anticipate=5ms" deadline-anticipate=5ms
-    row "defaults, preempt=on" deadline-preempt=on
+    row "defaults, preempt=off" deadline-preempt=off
     row "elevator" deadline-scheduler=elevator
 }
 
@@ -93,5 +94,5 @@ table
 echo
 echo "== no dependent reads: random 4 KiB at depth 32"
 jobfile randread 4k 32
-row "seed (anticipate=0)" deadline-anticipate=0
+row "seed (anticipate=0 preempt=off)" deadline-anticipate=0 deadline-preempt=off
 row "defaults (anticipate=20ms)"

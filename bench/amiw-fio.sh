@@ -45,18 +45,7 @@ while getopts "c:t:d:xp" o; do
 done
 : "${CONFIGS:=$SS_CONFIGS_DEFAULT}" "${SLOWDISK_ARGS:=size=4G}" "${THREADS:=128}" "${NBDKIT:=nbdkit}"
 
-find_so ()
-{
-    local f
-    for f in "$@"; do
-        [ -f "$f" ] && { echo "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"; return 0; }
-    done
-    return 1
-}
-: "${FILTER:=$(find_so "$here/../src/filter/.libs/nbdkit-deadline-filter.so" \
-                      "$here/../build/src/filter/.libs/nbdkit-deadline-filter.so" || true)}"
-: "${SLOWDISK:=$(find_so "$here/slowdisk/.libs/nbdkit-slowdisk-plugin.so" \
-                        "$here/../build/bench/slowdisk/.libs/nbdkit-slowdisk-plugin.so" || true)}"
+ss_find_built "$here"
 die () { echo "amiw-fio: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (loop device, FUSE)"
 [ -f "$FILTER" ] || die "filter not built (set FILTER=)"

@@ -76,18 +76,7 @@ done
 : "${NBDKIT:=nbdkit}"
 : "${CONFIGS:=$SS_CONFIGS_DEFAULT}"
 
-find_so ()
-{
-    local f
-    for f in "$@"; do
-        [ -f "$f" ] && { echo "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"; return 0; }
-    done
-    return 1
-}
-: "${FILTER:=$(find_so "$here/../src/filter/.libs/nbdkit-deadline-filter.so" \
-                      "$here/../build/src/filter/.libs/nbdkit-deadline-filter.so" || true)}"
-: "${SLOWDISK:=$(find_so "$here/slowdisk/.libs/nbdkit-slowdisk-plugin.so" \
-                        "$here/../build/bench/slowdisk/.libs/nbdkit-slowdisk-plugin.so" || true)}"
+ss_find_built "$here"
 
 die () { echo "amiw-vm: $*" >&2; exit 1; }
 skip () { echo "amiw-vm: SKIP: $*" >&2; exit 77; }

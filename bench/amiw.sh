@@ -57,6 +57,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/slowstack.sh
+. "$here/slowstack.sh"
 RUNS=3 SCHEDS="deadline elevator noop plain" NFILES=300 FLOOD_MB=256
 DEPTH= CAT_TIMEOUT=90 KEEP=0 VERBOSE=0 OUT= EXTRA= FUSE_BG= FLOOD=dd
 while getopts "r:s:n:f:d:T:qLkvo:x:B:W:" o; do
@@ -74,18 +76,7 @@ done
 # make check points NBDKIT at a wrapper under sanitizers.
 : "${NBDKIT:=nbdkit}"
 
-find_so ()
-{
-    local f
-    for f in "$@"; do
-        [ -f "$f" ] && { echo "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"; return 0; }
-    done
-    return 1
-}
-: "${FILTER:=$(find_so "$here/../src/filter/.libs/nbdkit-deadline-filter.so" \
-                      "$here/../build/src/filter/.libs/nbdkit-deadline-filter.so" || true)}"
-: "${SLOWDISK:=$(find_so "$here/slowdisk/.libs/nbdkit-slowdisk-plugin.so" \
-                        "$here/../build/bench/slowdisk/.libs/nbdkit-slowdisk-plugin.so" || true)}"
+ss_find_built "$here"
 
 die () { echo "amiw: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (loop devices, mount, drop_caches)"

@@ -1,5 +1,6 @@
 # nbd-deadline: the slow-disk stack under a scheduled nbdkit, sourced by
-# bench/amiw-vm.sh and bench/amiw-fio.sh (bash).
+# bench/amiw-vm.sh and bench/amiw-fio.sh (bash); bench/amiw.sh builds its
+# own stack and uses only ss_find_built.
 #
 #   slowdisk (nbdkit plugin, one modelled spindle, data in $data)  --unix $SS_DIR/s1.sock
 #     -> nbdfuse $SS_DIR/m1/disk -> losetup --direct-io=on -> /dev/loopA (scheduler none)
@@ -13,6 +14,26 @@
 # calls ss_down from its exit trap.  Logs go to $SS_DIR/TAG.*.
 
 SS_S1= SS_S2= SS_F1= SS_LOOP=
+
+# The first of FILES that exists, as an absolute path.
+ss_find_so ()
+{
+    local f
+    for f in "$@"; do
+        [ -f "$f" ] && { echo "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")"; return 0; }
+    done
+    return 1
+}
+
+# ss_find_built BENCHDIR: FILTER and SLOWDISK, unless the caller set them,
+# from a tree built in place or in build/.
+ss_find_built ()
+{
+    : "${FILTER:=$(ss_find_so "$1/../src/filter/.libs/nbdkit-deadline-filter.so" \
+                             "$1/../build/src/filter/.libs/nbdkit-deadline-filter.so" || true)}"
+    : "${SLOWDISK:=$(ss_find_so "$1/slowdisk/.libs/nbdkit-slowdisk-plugin.so" \
+                               "$1/../build/bench/slowdisk/.libs/nbdkit-slowdisk-plugin.so" || true)}"
+}
 
 ss_kill_wait ()         # PID: TERM, then KILL after 10 s; only our own children
 {

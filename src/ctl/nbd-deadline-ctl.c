@@ -491,9 +491,10 @@ print_stats_text (const struct reply *r, bool compact)
   printf ("peaks       in flight %.0f, waiting %.0f\n",
           num (r, "inflight_max"), num (r, "waiting_max"));
   if (num (r, "writeback_answered_total") > 0)
-    printf ("write-back  %.0f writes answered early, at most %s pending\n",
+    printf ("write-back  %.0f writes answered early, at most %s pending, %.0f failed\n",
             num (r, "writeback_answered_total"),
-            human_bytes (num (r, "writeback_bytes_max"), b1, sizeof b1));
+            human_bytes (num (r, "writeback_bytes_max"), b1, sizeof b1),
+            num (r, "writeback_failed_total"));
 }
 
 static void

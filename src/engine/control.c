@@ -267,6 +267,7 @@ cmd_stats (struct client *cl)
   out (cl, "waiting_max %" PRIu64 "\n", st.waiting_max);
   out (cl, "writeback_answered_total %" PRIu64 "\n", st.wb_answered);
   out (cl, "writeback_bytes_max %" PRIu64 "\n", st.wb_bytes_max);
+  out (cl, "writeback_failed_total %" PRIu64 "\n", st.wb_failed);
   hist_lines (cl, "read", &st.total[DL_READ]);
   hist_lines (cl, "write", &st.total[DL_WRITE]);
   hist_lines (cl, "inbox", &st.inbox);

@@ -126,3 +126,29 @@ make_loop ()
     loopdev=$(losetup --show -f "$@" "$file") || return 1
     cleanup_fn losetup -d "$loopdev"
 }
+
+# Mount the export at SOCK as the file DIR/nbd with nbdfuse (unmounted
+# at exit).  Fails if it does not appear within 10 s.
+mount_nbdfuse ()
+{
+    local sock=$1 dir=$2 pid i
+    mkdir -p "$dir"
+    nbdfuse "$dir/nbd" --unix "$sock" 2>"$dir.nbdfuse.log" &
+    pid=$!
+    cleanup_fn "fusermount3 -u $dir 2>/dev/null || umount -l $dir 2>/dev/null; kill $pid 2>/dev/null; wait $pid 2>/dev/null"
+    for (( i=0; i<100; i++ )); do [ -f "$dir/nbd" ] && return 0; sleep 0.1; done
+    return 1
+}
+
+# wait_started LOG PID: until the integrity client (PID, writing LOG)
+# has read the disk and runs its workload.
+wait_started ()
+{
+    local i
+    for (( i=0; i<400; i++ )); do
+        grep -q 'workload started' "$1" && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}

@@ -27,30 +27,14 @@ ops=${FAULT_OPS:-8000}
 errfile=$tmpdir/errors-on
 mnt=$tmpdir/fuse
 below=$tmpdir/below
-mkdir "$mnt"
 
 # The failing disk: plain nbdkit (not the filter), errors while $errfile exists.
 start_nbdkit "$below" --log=stderr --filter=error memory 128M \
     error-rate=2% error-file="$errfile" || exit 1
-nbdfuse "$mnt/nbd" --unix "$below" 2>"$tmpdir/nbdfuse.log" &
-fusepid=$!
-cleanup_fn "fusermount3 -u $mnt 2>/dev/null || umount -l $mnt 2>/dev/null; kill $fusepid 2>/dev/null; wait $fusepid 2>/dev/null"
-for (( i=0; i<100; i++ )); do [ -f "$mnt/nbd" ] && break; sleep 0.1; done
-[ -f "$mnt/nbd" ] || { echo "$0: SKIP: nbdfuse did not mount"; exit 77; }
+mount_nbdfuse "$below" "$mnt" || { echo "$0: SKIP: nbdfuse did not mount"; exit 77; }
 make_loop "$mnt/nbd" --direct-io=on --sector-size 4096 || {
     echo "$0: SKIP: cannot create a loop device over FUSE"; exit 77; }
 echo "$0: $loopdev over $mnt/nbd over $below"
-
-wait_started ()
-{
-    local i
-    for (( i=0; i<400; i++ )); do
-        grep -q 'workload started' "$1" && return 0
-        kill -0 "$2" 2>/dev/null || return 1
-        sleep 0.05
-    done
-    return 1
-}
 
 fails=0
 # run NAME DEADLINE-ARGS...

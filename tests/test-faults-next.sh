@@ -27,17 +27,6 @@ fi
 errfile=$tmpdir/errors-on
 fails=0
 
-# wait_started LOG PID: until the client has read the disk and runs.
-wait_started ()
-{
-    local i
-    for (( i=0; i<400; i++ )); do
-        grep -q 'workload started' "$1" && return 0
-        kill -0 "$2" 2>/dev/null || return 1
-        sleep 0.05
-    done
-    return 1
-}
 
 # run NAME RATE [FILTER-ARGS...]
 run ()

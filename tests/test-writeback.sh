@@ -51,16 +51,11 @@ fi
 # ($loopdev).
 below ()
 {
-    local name=$1 mnt=$tmpdir/$1.fuse pid i
+    local name=$1
     shift
-    mkdir -p "$mnt"
     start_nbdkit "$tmpdir/$name" "$@" || return 1
-    nbdfuse "$mnt/nbd" --unix "$tmpdir/$name" 2>"$tmpdir/$name.fuse.log" &
-    pid=$!
-    cleanup_fn "fusermount3 -u $mnt 2>/dev/null || umount -l $mnt 2>/dev/null; kill $pid 2>/dev/null; wait $pid 2>/dev/null"
-    for (( i=0; i<100; i++ )); do [ -f "$mnt/nbd" ] && break; sleep 0.1; done
-    [ -f "$mnt/nbd" ] || return 1
-    make_loop "$mnt/nbd" --direct-io=on
+    mount_nbdfuse "$tmpdir/$name" "$tmpdir/$name.fuse" || return 1
+    make_loop "$tmpdir/$name.fuse/nbd" --direct-io=on
 }
 
 # 2. A slow device: 20 ms a write.

@@ -208,7 +208,7 @@ engine_unit_done (struct engine *e, struct dl_req *unit, int result,
   uint64_t now = engine_now_ns ();
   struct dl_req *m, *tmp;
 
-  __atomic_store_n (&e->inflight, e->inflight - 1, __ATOMIC_RELAXED);
+  e->inflight--;
   e->inflight_bytes -= unit->op == DL_OP_FLUSH ? 0 : unit->unit_length;
   if (unit->op == DL_OP_FLUSH)
     e->flushes_inflight--;
@@ -241,7 +241,7 @@ issue (struct engine *e, struct dl_req *unit, uint64_t now)
   struct dl_req *m, *tmp;
   uint64_t members = 0;
 
-  __atomic_store_n (&e->inflight, e->inflight + 1, __ATOMIC_RELAXED);
+  e->inflight++;
   e->inflight_bytes += unit->op == DL_OP_FLUSH ? 0 : unit->unit_length;
   if (unit->op == DL_OP_FLUSH)
     e->flushes_inflight++;
@@ -319,8 +319,8 @@ pump (struct engine *e)
 
 /* At low load a request's latency is mostly wake-ups: the loop sleeping
  * in epoll until the ring's eventfd fires.  When a single unit is in
- * flight and nothing else is outstanding, watch the completion queue (and the
- * inbox) for a short while instead of sleeping.  At higher load the
+ * flight and nothing else is outstanding, watch the completion queue
+ * (and the inbox) for a short while instead of sleeping.  At higher load the
  * ordinary path is taken, so the spinning costs nothing there.
  */
 static void on_wake (struct ev_loop *loop, ev_async *w, int revents);
@@ -346,7 +346,7 @@ poll_briefly (struct engine *e)
     for (i = 0;; ++i) {
       if (io_uring_cq_ready (&e->ring)) {
         direct_reap (e);
-        on_wake (e->loop, &e->wake, 0);   /* the inbox too, then pump */
+        pump (e);
         break;
       }
       if (__atomic_load_n (&e->inbox_head, __ATOMIC_RELAXED) != NULL) {
@@ -430,10 +430,7 @@ on_ring (struct ev_loop *loop, ev_io *w, int revents)
     /* Nothing to do: the CQ is drained regardless. */
   }
   direct_reap (e);
-  /* Submitters do not wake the loop while every slot is taken (see
-   * enqueue): what they queued meanwhile is picked up here.
-   */
-  on_wake (e->loop, &e->wake, 0);
+  pump (e);
   poll_briefly (e);
 }
 
@@ -575,7 +572,6 @@ engine_submit_async (struct engine *e, struct engine_req *r,
 {
   r->done_cb = cb;
   r->done_opaque = opaque;
-  r->waiter = NULL;
   return enqueue (e, r);
 }
 
@@ -593,7 +589,6 @@ engine_submit (struct engine *e, struct engine_req *r)
     wb_err = wb_before_flush (e);
 
   r->done_cb = NULL;
-  r->waiter = NULL;
   rc = enqueue (e, r);
   if (rc == 0) {
     futex_wait_while (&r->done, 0);

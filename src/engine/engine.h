@@ -99,8 +99,7 @@ struct engine_req {
   struct engine_req *inbox_next;
   uint64_t t_submit, t_insert, t_dispatch;
   int result;
-  int done;
-  void *waiter;
+  int done;                     /* engine_submit: futex word, 1 when done */
 };
 
 struct engine;

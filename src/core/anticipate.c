@@ -223,12 +223,9 @@ antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now)
   if (s->antic.on && s->antic.reader == st->key) {
     if (s->antic.counted) {
       s->st.antic_hits++;
-      if (s->batching && s->batch_dir == DL_READ) {
-        /* The device idled for it: that time is the batch's too. */
-        uint32_t c = s->t.seek_cost / 4 ? s->t.seek_cost / 4 : 1;
-        s->batch_cost = c > UINT32_MAX - s->batch_cost ? UINT32_MAX
-                                                       : s->batch_cost + c;
-      }
+      /* The device idled for it: that time is the batch's too. */
+      if (s->batching && s->batch_dir == DL_READ)
+        select_charge (s, s->t.seek_cost / 4 ? s->t.seek_cost / 4 : 1);
     }
     s->antic.on = false;
     s->antic.extend = true;     /* the batch goes on with this read */

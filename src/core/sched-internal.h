@@ -192,6 +192,7 @@ struct dl_req *select_next (struct dl_sched *s, uint64_t now);
 uint64_t select_unit_cost (const struct dl_sched *s, const struct dl_req *u,
                            bool contiguous);
 void select_account (struct dl_sched *s, struct dl_req *u);
+void select_charge (struct dl_sched *s, uint64_t c);
 
 /* anticipate.c */
 void antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now);

@@ -195,6 +195,14 @@ select_unit_cost (const struct dl_sched *s, const struct dl_req *u,
   return (contiguous ? 1 : s->t.seek_cost) + extra;
 }
 
+/* Charge c cost units to the batch in progress (saturating). */
+void
+select_charge (struct dl_sched *s, uint64_t c)
+{
+  s->batch_cost = c > UINT32_MAX - s->batch_cost ? UINT32_MAX
+                                                 : s->batch_cost + (uint32_t) c;
+}
+
 /* The cost of a dispatched unit, and where the head is now. */
 void
 select_account (struct dl_sched *s, struct dl_req *u)
@@ -203,11 +211,8 @@ select_account (struct dl_sched *s, struct dl_req *u)
 
   if (!contiguous)
     s->st.seeks++;
-  if (s->batching && u->dir == s->batch_dir) {
-    uint64_t c = select_unit_cost (s, u, contiguous);
-    s->batch_cost = c > UINT32_MAX - s->batch_cost ? UINT32_MAX
-                                                   : s->batch_cost + (uint32_t) c;
-  }
+  if (s->batching && u->dir == s->batch_dir)
+    select_charge (s, select_unit_cost (s, u, contiguous));
   s->head_pos = dl_end (u);
   s->last_end[u->dir] = dl_end (u);
 }

@@ -122,6 +122,7 @@ engine_new (const struct engine_params *p, char *err, size_t errlen)
     pthread_mutexattr_destroy (&a);
   }
   pthread_mutex_init (&e->stats_lock, NULL);
+  TAILQ_INIT (&e->wb_list);
   pthread_mutex_init (&e->wb_lock, NULL);
   pthread_cond_init (&e->wb_cond, NULL);
   pthread_mutex_init (&e->wq_lock, NULL);

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <bsd/sys/queue.h>
 #include <ev.h>
 #include <liburing.h>
 
@@ -71,7 +72,7 @@ struct engine {
   /* writeback.c: writes answered before they reached the device. */
   pthread_mutex_t wb_lock;
   pthread_cond_t wb_cond;       /* one completed, or closed */
-  struct wb_write *wb_head, *wb_tail; /* in answer order */
+  TAILQ_HEAD (wb_list, wb_write) wb_list; /* in answer order */
   uint64_t wb_seq, wb_bytes, wb_bytes_max, wb_answered, wb_failed;
   uint64_t wb_ticket, wb_serving; /* writers waiting for room, in order */
   uint64_t wb_error_seq;        /* the first answered write that failed */

@@ -38,22 +38,9 @@ struct wb_write {
   struct engine_req r;          /* first: engine_req -> wb_write */
   struct engine *e;
   uint64_t seq;                 /* answer order, for flushes */
-  struct wb_write *prev, *next; /* e->wb_head list, in seq order */
+  TAILQ_ENTRY (wb_write) link;  /* e->wb_list, in seq order */
   char data[];
 };
-
-static void
-wb_unlink (struct engine *e, struct wb_write *w)
-{
-  if (w->prev)
-    w->prev->next = w->next;
-  else
-    e->wb_head = w->next;
-  if (w->next)
-    w->next->prev = w->prev;
-  else
-    e->wb_tail = w->prev;
-}
 
 /* On an engine thread when the write reached the device (or failed). */
 static void
@@ -63,7 +50,7 @@ wb_done (struct engine_req *r, void *opaque)
   struct engine *e = w->e;
 
   pthread_mutex_lock (&e->wb_lock);
-  wb_unlink (e, w);
+  TAILQ_REMOVE (&e->wb_list, w, link);
   e->wb_bytes -= w->r.length;
   if (r->result < 0) {
     e->wb_failed++;
@@ -129,13 +116,7 @@ wb_submit (struct engine *e, struct engine_req *r)
     return 0;
   }
   w->seq = ++e->wb_seq;
-  w->next = NULL;
-  w->prev = e->wb_tail;
-  if (e->wb_tail)
-    e->wb_tail->next = w;
-  else
-    e->wb_head = w;
-  e->wb_tail = w;
+  TAILQ_INSERT_TAIL (&e->wb_list, w, link);
   e->wb_bytes += r->length;
   if (e->wb_bytes > e->wb_bytes_max)
     e->wb_bytes_max = e->wb_bytes;
@@ -145,7 +126,7 @@ wb_submit (struct engine *e, struct engine_req *r)
    */
   rc = engine_submit_async (e, &w->r, wb_done, w);
   if (rc < 0) {
-    wb_unlink (e, w);
+    TAILQ_REMOVE (&e->wb_list, w, link);
     e->wb_bytes -= r->length;
     e->wb_answered--;
     pthread_mutex_unlock (&e->wb_lock);
@@ -170,7 +151,7 @@ wb_before_flush (struct engine *e)
     return 0;
   pthread_mutex_lock (&e->wb_lock);
   mark = e->wb_seq;
-  while (e->wb_head && e->wb_head->seq <= mark)
+  while (!TAILQ_EMPTY (&e->wb_list) && TAILQ_FIRST (&e->wb_list)->seq <= mark)
     pthread_cond_wait (&e->wb_cond, &e->wb_lock);
   if (e->wb_error && e->wb_error_seq <= mark)
     err = e->wb_error;
@@ -185,7 +166,7 @@ wb_close (struct engine *e)
   pthread_mutex_lock (&e->wb_lock);
   e->wb_closed = true;
   pthread_cond_broadcast (&e->wb_cond);
-  while (e->wb_head)
+  while (!TAILQ_EMPTY (&e->wb_list))
     pthread_cond_wait (&e->wb_cond, &e->wb_lock);
   pthread_mutex_unlock (&e->wb_lock);
 }

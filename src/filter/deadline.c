@@ -269,17 +269,21 @@ deadline_after_fork (nbdkit_backend *backend)
   return 0;
 }
 
+/* At exit: the counters (nbdkit -v), and as an error what a client may
+ * not have seen.
+ */
 static void
-log_stats (const char *when)
+log_exit_stats (void)
 {
   struct engine_stats st;
   char buf[2048];
 
-  if (engine == NULL)
-    return;
   engine_get_stats (engine, &st);
   engine_format_stats (&st, buf, sizeof buf);
-  nbdkit_debug ("deadline stats (%s): %s", when, buf);
+  nbdkit_debug ("deadline stats (exit): %s", buf);
+  if (st.wb_failed > 0)
+    nbdkit_error ("deadline: %" PRIu64 " writes answered early (deadline-writeback) "
+                  "failed on the device; flushes reported it", st.wb_failed);
 }
 
 static void
@@ -290,15 +294,7 @@ deadline_cleanup (nbdkit_backend *backend)
   engine_stop (engine);
   control_free (control);       /* the loop has stopped: safe here */
   control = NULL;
-  log_stats ("exit");
-  {
-    struct engine_stats st;
-
-    engine_get_stats (engine, &st);
-    if (st.wb_failed > 0)
-      nbdkit_error ("deadline: %" PRIu64 " writes answered early (deadline-writeback) "
-                    "failed on the device; flushes reported it", st.wb_failed);
-  }
+  log_exit_stats ();
   engine_free (engine);
   engine = NULL;
 }

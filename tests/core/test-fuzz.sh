@@ -1,7 +1,8 @@
 #!/bin/sh
 # A short libFuzzer run of fuzz-core in make check; skipped (77) when
 # clang's libFuzzer was not found by configure.  FUZZ_RUNS overrides
-# the number of runs (make fuzz uses 10^7).
+# the number of runs and FUZZ_TIME the time cap in seconds (make fuzz
+# uses 10^7 runs and no cap, FUZZ_TIME=0).
 fuzzer=./fuzz-core
 test -x "$fuzzer" || { echo "fuzz-core not built (no libFuzzer): skip"; exit 77; }
 corpus=fuzz-corpus

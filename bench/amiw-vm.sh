@@ -155,6 +155,7 @@ vm_run ()
         line=${line%$'\r'}
         echo "$line" >> "$tmp/$tag.console"
         case $line in
+            AMIW-MARK*) ss_stats > "$tmp/$tag.${line#AMIW-MARK }" ;;
             AMIW-SYNC*) sync; echo 3 > /proc/sys/vm/drop_caches; echo go >&4 ;;
             AMIW-RESULT*) echo "${line#AMIW-RESULT }"
                           # then unmount and power off; do not wait long
@@ -195,6 +196,8 @@ for run in $(seq "$RUNS"); do
             ss_up "$tag" "$s" "$data" || die "$tag: the stack did not come up (logs in $tmp)"
             res=$(vm_run "$tag" "$fl")
             stack_down
+            [ -n "$res" ] && [ -f "$tmp/$tag.cat0" ] && [ -f "$tmp/$tag.cat1" ] &&
+                res+=" filter_read_ms=$(ss_read_wait "$tmp/$tag.cat0" "$tmp/$tag.cat1")"
             [ -n "$res" ] || die "$tag: no result (console: $tmp/$tag.console, kept)"
             case $res in *md5=ok*) ;; *) KEEP=1; die "$tag: files read under the flood differ: $res" ;; esac
             R[$fl.$l]+="$res|"
@@ -226,8 +229,8 @@ table ()
             dbench) echo "== kernel nbd client (VM): cat under dbench 4" ;;
         esac
         ref=
-        printf "%-16s %9s %10s %10s %9s %12s %12s %9s %10s\n" config idle_cat_s flood_cat_s flood/idle vs_first \
-            wr_only_MiBs wr_mixed_MiBs mix/only nbd_rd_ms
+        printf "%-16s %9s %10s %10s %9s %12s %12s %9s %10s %10s\n" config idle_cat_s flood_cat_s flood/idle vs_first \
+            wr_only_MiBs wr_mixed_MiBs mix/only nbd_rd_ms filt_rd_ms
         for c in $CONFIGS; do
             l=$(label "$c")
             mi=$(median $(field idle "${R[$fl.$l]}"))
@@ -235,12 +238,13 @@ table ()
             wo=$(median $(field write_only_mibs "${R[$fl.$l]}"))
             wm=$(median $(field write_mixed_mibs "${R[$fl.$l]}"))
             [ -z "$ref" ] && ref=$mf
-            printf "%-16s %9s %10s %10s %9s %12s %12s %9s %10s\n" "$l" "$mi" "$mf" "$(ratio "$mf" "$mi")" \
+            printf "%-16s %9s %10s %10s %9s %12s %12s %9s %10s %10s\n" "$l" "$mi" "$mf" "$(ratio "$mf" "$mi")" \
                 "$(ratio "$mf" "$ref")" "$wo" "$wm" "$(awk -v a="$wm" -v b="$wo" 'BEGIN { if (b > 0) printf "%.0f%%", 100 * a / b; else print "-" }')" \
-                "$(median $(field nbd_read_ms "${R[$fl.$l]}"))"
+                "$(median $(field nbd_read_ms "${R[$fl.$l]}"))" "$(median $(field filter_read_ms "${R[$fl.$l]}"))"
         done
         echo "(medians of $RUNS run(s); $nfiles files, $kib KiB; slowdisk $SLOWDISK_ARGS; nbdkit -t $THREADS;"
-        echo " wr_*: MiB/s written to nbd0 by the flood alone and during the flood cat; nbd_rd_ms: mean read latency at nbd0 during it)"
+        echo " wr_*: MiB/s written to nbd0 by the flood alone and during the flood cat; nbd_rd_ms: mean read latency at nbd0 during it;
+ filt_rd_ms: the same inside the filter, arrival to answer; the difference is the path through guest, qemu and socket)"
         echo "raw flood cat s: $(for c in $CONFIGS; do l=$(label "$c"); printf '%s [%s] ' "$l" "$(field flood "${R[$fl.$l]}" | tr '\n' ' ' | sed 's/ $//')"; done)"
     done
     echo "configs: $(for c in $CONFIGS; do printf '%s=%s ' "$(label "$c")" "$(spec "$c")"; done)"

@@ -31,6 +31,8 @@ ss_find_built ()
 {
     : "${FILTER:=$(ss_find_so "$1/../src/filter/.libs/nbdkit-deadline-filter.so" \
                              "$1/../build/src/filter/.libs/nbdkit-deadline-filter.so" || true)}"
+    : "${CTL:=$(ss_find_so "$1/../src/ctl/nbd-deadline-ctl" \
+                          "$1/../build/src/ctl/nbd-deadline-ctl" || echo nbd-deadline-ctl)}"
     : "${SLOWDISK:=$(ss_find_so "$1/slowdisk/.libs/nbdkit-slowdisk-plugin.so" \
                                "$1/../build/bench/slowdisk/.libs/nbdkit-slowdisk-plugin.so" || true)}"
 }
@@ -69,7 +71,7 @@ ss_up ()                # TAG CONFIG DATAFILE
 {
     local tag=$1 spec=$2 data=$3 args=() kv
     mkdir -p "$SS_DIR/m1"
-    rm -f "$SS_DIR/s1.sock" "$SS_DIR/s2.sock" "$SS_DIR/f1.pid"
+    rm -f "$SS_DIR/s1.sock" "$SS_DIR/s2.sock" "$SS_DIR/f1.pid" "$SS_DIR/ctl.sock"
     # shellcheck disable=SC2086
     $NBDKIT -f -v --unix "$SS_DIR/s1.sock" "$SLOWDISK" file="$data" $SLOWDISK_ARGS \
         stats="$SS_DIR/$tag.slowdisk" 2>"$SS_DIR/$tag.s1.log" &
@@ -91,7 +93,10 @@ ss_up ()                # TAG CONFIG DATAFILE
             unset IFS
         fi
     else
-        args=(--filter="$FILTER" file "$SS_LOOP" deadline-scheduler="${spec%%:*}")
+        # a control socket, so that a benchmark can read the filter's
+        # counters at the moments it cares about (ss_stats)
+        args=(--filter="$FILTER" file "$SS_LOOP" deadline-scheduler="${spec%%:*}"
+              deadline-control="$SS_DIR/ctl.sock")
         if [ "$spec" != "${spec#*:}" ]; then
             local IFS=,
             for kv in ${spec#*:}; do args+=("deadline-$kv"); done
@@ -105,11 +110,29 @@ ss_up ()                # TAG CONFIG DATAFILE
 }
 
 # LABEL=CONFIG names a row; a bare CONFIG is its own label.
+# ss_stats: the filter's counters now, as raw "key value" lines (nothing
+# for plain, which has no filter)
+ss_stats ()
+{
+    [ -S "$SS_DIR/ctl.sock" ] || return 0
+    "${CTL:-nbd-deadline-ctl}" -s "$SS_DIR/ctl.sock" --raw stats 2>/dev/null || true
+}
+
+# ss_read_wait BEFORE AFTER: mean read latency inside the filter (ms,
+# arrival to answer) between two ss_stats snapshots, and the mean time
+# those reads waited in the queue; "-" when there is none
+ss_read_wait ()
+{
+    awk 'FNR == 1 { f++ } { v[f, $1] = $2 }
+        END { n = v[2, "read_latency_count"] - v[1, "read_latency_count"]
+              if (n <= 0) { print "-"; exit }
+              printf "%.1f", (v[2, "read_latency_sum_us"] - v[1, "read_latency_sum_us"]) / n / 1000 }' "$1" "$2"
+}
+
 ss_label () { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline) echo "${1%%=*}" ;; *) echo "$1" ;; esac; }
 ss_spec ()  { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline) echo "${1#*=}" ;; *) echo "$1" ;; esac; }
 
 # The issue 8 set: seed-exact deadline, each mechanism alone, both,
 # elevator, noop, plain nbdkit file.
-SS_CONFIGS_DEFAULT="seed=deadline:anticipate=0,preempt=off antic=deadline:anticipate=5ms,preempt=off \
-preempt=deadline:anticipate=0,preempt=on antic+preempt=deadline:anticipate=5ms,preempt=on \
-elevator noop plain"
+SS_CONFIGS_DEFAULT="seed=deadline:anticipate=0,preempt=off antic=deadline:preempt=off \
+preempt=deadline:anticipate=0 defaults=deadline elevator noop plain"

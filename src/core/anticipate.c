@@ -59,10 +59,20 @@ ewma (uint64_t mean, uint64_t sample, uint32_t n)
   return n == 0 ? sample : mean - mean / 8 + sample / 8;
 }
 
+/* Waiting for a reader needs anticipate; knowing the readers is needed
+ * by preemption too (antic_read_preempts).
+ */
 static bool
 enabled (const struct dl_sched *s)
 {
   return s->t.anticipate_ns > 0 && s->t.policy == DL_POLICY_DEADLINE;
+}
+
+static bool
+learning (const struct dl_sched *s)
+{
+  return s->t.policy == DL_POLICY_DEADLINE &&
+    (s->t.anticipate_ns > 0 || s->t.preempt);
 }
 
 static uint64_t
@@ -134,7 +144,7 @@ reader_for (struct dl_sched *s, const struct dl_req *r, uint64_t now)
     if (st->conn == r->stream &&
         (same_conn == NULL || last_seen (st) > last_seen (same_conn)))
       same_conn = st;
-    if (d <= ANTIC_NEAR && st->last_done_ns >= st->last_arrival_ns &&
+    if (d <= ANTIC_NEAR && st->outstanding == 0 &&
         st->last_done_ns != 0 && now - st->last_done_ns <= adopt_ns &&
         (d < near_dist ||
          (d == near_dist && s->antic.on && s->antic.reader == st->key))) {
@@ -192,7 +202,7 @@ antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now)
   struct dl_stream *st;
 
   r->reader = 0;
-  if (!enabled (s))
+  if (!learning (s))
     return;
   st = reader_for (s, r, now);
   if (st == NULL)
@@ -204,16 +214,21 @@ antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now)
    */
   if (st->conn == 0)
     st->conn = r->stream;
-  if (st->last_done_ns != 0 && st->last_done_ns >= st->last_arrival_ns) {
-    /* Its previous read had completed: a dependent read. */
+  /* Whether the reader had another read outstanding, not whether its
+   * last one had completed: a reader at depth 32 sends each read just
+   * after a completion too, but 31 others are still waiting.
+   */
+  if (st->outstanding == 0 && st->last_done_ns != 0) {
+    /* Every read of its had completed: a dependent read. */
     uint64_t think = now >= st->last_done_ns ? now - st->last_done_ns : 0;
 
     st->think_ns = ewma (st->think_ns, think, st->dependent);
     st->seek = ewma (st->seek, distance (r->offset, st->last_end), st->dependent);
     st->dependent++;
   }
-  else if (st->last_arrival_ns != 0)
+  else if (st->outstanding > 0)
     st->overlapped++;
+  st->outstanding++;
   if (st->dependent + st->overlapped > 1000) {
     st->dependent /= 2;         /* let old behaviour fade */
     st->overlapped /= 2;
@@ -230,6 +245,29 @@ antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now)
     s->antic.on = false;
     s->antic.extend = true;     /* the batch goes on with this read */
   }
+}
+
+/* May this read end a write batch (select.c's preemption)?  Only if its
+ * reader waits for each read before it asks for the next, as cat does:
+ * such a reader loses a whole write batch per read, and ending the
+ * batch gives it back.  A reader that keeps reads queued (fio at depth
+ * 32, a database) always has one waiting, so preemption would end every
+ * write batch after preempt_min and take from the writes without
+ * shortening anything: its reads get their turn by the seed's rules, as
+ * before.  A new reader, or one whose origin is unknown, may.
+ */
+bool
+antic_read_preempts (struct dl_sched *s, const struct dl_req *r)
+{
+  const struct dl_stream *st;
+
+  if (!s->t.preempt || s->t.policy != DL_POLICY_DEADLINE)
+    return false;
+  st = reader_slot (s, r->reader);
+  if (st == NULL)
+    return true;
+  return st->dependent + st->overlapped < ANTIC_LEARN ||
+    st->overlapped <= st->dependent;
 }
 
 /* A read goes to the device: wait for its reader's next one if it pays. */
@@ -261,7 +299,7 @@ antic_read_done (struct dl_sched *s, struct dl_req *u, uint64_t now)
 {
   struct dl_req *m;
 
-  if (!enabled (s))
+  if (!learning (s))
     return;
   for (m = u; m; m = m->next_member) {
     struct dl_stream *st = reader_slot (s, m->reader);
@@ -269,6 +307,8 @@ antic_read_done (struct dl_sched *s, struct dl_req *u, uint64_t now)
     if (st) {
       st->last_done_ns = now;
       st->last_end = m->offset + m->length;
+      if (st->outstanding > 0)
+        st->outstanding--;
     }
   }
   if (s->antic.on && s->antic.unit == u) {

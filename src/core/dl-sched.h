@@ -76,7 +76,7 @@ struct dl_tunables {
   uint32_t seek_cost;           /* cost of a non-contiguous unit, default 16 */
   uint32_t writes_starved;      /* read batches while writes wait, default 2 */
   bool front_merges;            /* default true */
-  uint64_t max_merge;           /* bytes per merged unit, default 1 MiB; 0 = no merging */
+  uint64_t max_merge;           /* bytes per merged unit, default 256 KiB; 0 = no merging */
   /* Beyond the seed (anticipate 0 and preempt off = the seed): */
   uint64_t anticipate_ns;       /* longest idle wait for a dependent reader,
                                    default 20 ms; 0 = off */
@@ -146,6 +146,7 @@ struct dl_req {
   uint8_t dir;
   uint8_t state;
   uint8_t in_late;              /* fifo.c: in late_node's tree, not the list */
+  uint8_t preempts;             /* select.c: a read that may end a write batch */
   uint64_t reader;              /* anticipate.c: the reader it was taken for */
   RB_ENTRY(dl_req) live_node;   /* hazard.c */
   union {

@@ -51,6 +51,7 @@ struct dl_sched {
   uint32_t starved;             /* read batches started while writes waited */
   uint64_t head_pos;            /* end of the last unit dispatched */
   uint64_t last_end[2];         /* ... and per direction */
+  uint64_t preempting;          /* queued read units that may preempt */
 
   /* anticipate.c: what dependent readers do, and the wait in force. */
   struct dl_stream {
@@ -61,7 +62,9 @@ struct dl_sched {
     uint64_t last_end;          /* ... and where that read ended */
     uint64_t think_ns;          /* mean completion -> next read (EWMA) */
     uint64_t seek;              /* mean distance to the next read (EWMA) */
-    uint32_t dependent, overlapped; /* reads after / before a completion */
+    uint32_t dependent, overlapped; /* reads arriving with none / some of
+                                       its reads outstanding */
+    uint32_t outstanding;       /* its reads queued or at the device */
   } streams[DL_STREAMS];
   uint64_t stream_gen;          /* makes each slot's key unique */
   struct {
@@ -196,6 +199,7 @@ void select_charge (struct dl_sched *s, uint64_t c);
 
 /* anticipate.c */
 void antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now);
+bool antic_read_preempts (struct dl_sched *s, const struct dl_req *r);
 void antic_read_dispatched (struct dl_sched *s, struct dl_req *u);
 void antic_read_done (struct dl_sched *s, struct dl_req *u, uint64_t now);
 bool antic_extends_batch (struct dl_sched *s);

@@ -86,6 +86,7 @@ unit_relink (struct dl_sched *s, struct dl_req *u)
   sortq_insert (s, u);
   fifo_add (s, u);
   s->st.queued[u->dir]++;
+  s->preempting += u->preempts;
 }
 
 /* Take a queued unit out of both. */
@@ -95,6 +96,7 @@ unit_unlink (struct dl_sched *s, struct dl_req *u)
   sortq_remove (s, u);
   fifo_remove (s, u);
   s->st.queued[u->dir]--;
+  s->preempting -= u->preempts;
 }
 
 /* A unit that nothing holds: merge it or queue it. */
@@ -118,6 +120,7 @@ dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns)
   r->seq = s->next_seq++;
   r->dir = dl_op_dir (r->op);
   r->state = DL_S_NEW;
+  r->preempts = 0;
 
   if (r->op == DL_OP_FLUSH) {
     r->unit_length = 0;
@@ -127,8 +130,10 @@ dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns)
   }
 
   s->st.inserted[r->dir]++;
-  if (r->dir == DL_READ)
+  if (r->dir == DL_READ) {
     antic_read_arrived (s, r, now_ns);
+    r->preempts = antic_read_preempts (s, r);
+  }
   hazard_set_extent (s, r);
   if (hazard_blocked (s, r))
     hazard_hold (s, r);

@@ -27,14 +27,22 @@
  *      from where the last batch of this direction stopped.
  *
  * Beyond the seed (both on by default; off, the seed exactly): a read
- * may preempt a write batch (continue_batch), and a read batch may wait
- * for a dependent reader instead of ending (anticipate.c).  Preemption
- * is on because it was the one mechanism that shortened the AMIW cat
- * on every client path (bench/results/README): a kernel nbd client in
- * a guest, 74.5 s seed -> 58.1 s preempt, 45.8 s with anticipation too
- * (elevator 119.5 s); nbdfuse, 26.7 -> 19.7 s.  The writer pays where a
- * reader keeps coming: 71% of the seed's rate beside a dependent reader
- * in fio (95% with preempt off), 64% beside a random one at depth 32.
+ * of a reader that waits for each read (cat; antic_read_preempts) may
+ * preempt a write batch (continue_batch), and a read batch may wait for
+ * such a reader instead of ending (anticipate.c).  Preemption is on
+ * because it was the one mechanism that shortened the AMIW cat on every
+ * client path (bench/results/README).  preempt_min is 16, one seek's
+ * worth: a write batch that starts with a seek still writes its first
+ * unit, and writes_starved still gives the writes a batch after every
+ * two read batches.  Measured with a kernel nbd client in a guest (the
+ * AMIW cat under a dd flood, slow-disk fixture, 256 KiB units): 16 gave
+ * 6.7 s and the flood 11.1 MiB/s, 32 gave 15.9 s and 14.8 MiB/s, 8 no
+ * better than 16 (7.0 s); the seed takes 75-107 s.  The writer pays
+ * where a dependent reader keeps coming (fio, bench-antic.sh: 39% of
+ * the seed's rate beside a reader at depth 1 that never pauses, which
+ * goes from 14 to 650 reads/s).  A reader that keeps reads queued never
+ * preempts: beside a random reader at depth 32 both rates are the
+ * seed's (61.7 reads/s and 57.0 MiB/s, seed 61.8 and 57.3).
  *
  * The comparison policies use the same queues: noop serves units in
  * arrival order, elevator sweeps one C-LOOK over both directions with no
@@ -56,7 +64,7 @@ continue_batch (struct dl_sched *s)
   if (!s->batching || s->batch_cost >= s->t.fifo_batch)
     return NULL;
   if (s->batch_dir == DL_WRITE && s->t.preempt &&
-      s->batch_cost >= s->t.preempt_min && !sortq_empty (s, DL_READ)) {
+      s->batch_cost >= s->t.preempt_min && s->preempting > 0) {
     s->st.preemptions++;
     return NULL;
   }
@@ -180,8 +188,8 @@ select_next (struct dl_sched *s, uint64_t now)
 /* What a unit costs its batch.  The seed counted requests: 1 if
  * contiguous with the previous one, seek_cost if not.  Its requests
  * carried at most about 128 KiB, so a batch of 64 moved a few MiB.
- * Ours merge up to max_merge (1 MiB): counted as 1, a batch of
- * contiguous writes would move 64 MiB, most of a second on a disk, and
+ * Ours may merge far more (max_merge allows 64 MiB): counted as 1, a
+ * batch of 1 MiB units would move 64 MiB, most of a second on a disk, and
  * a read arriving meanwhile would wait all of it.  So a unit also costs
  * 1 for every further DL_COST_BYTES it carries, which keeps a batch as
  * long in time as the seed's.

@@ -40,10 +40,10 @@ dl_tunables_default (struct dl_tunables *t)
   t->seek_cost = 16;
   t->writes_starved = 2;
   t->front_merges = true;
-  t->max_merge = 1 << 20;
+  t->max_merge = 256 << 10;      /* measured: see merge.c */
   t->anticipate_ns = 20 * MS;     /* a ceiling; measured: see anticipate.c */
   t->preempt = true;             /* measured: see select.c */
-  t->preempt_min = 32;           /* a seek, then some contiguous work */
+  t->preempt_min = 16;           /* a seek's worth: see select.c */
 }
 
 static int

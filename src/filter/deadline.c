@@ -151,10 +151,10 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-seek-cost=N            Cost of a seek in a batch (default 16).\n" \
   "deadline-writes-starved=N       Read batches before writes must go (default 2).\n" \
   "deadline-front-merges=BOOL      Merge in front of queued requests (default on).\n" \
-  "deadline-max-merge=SIZE         Largest merged unit (default 1M, 0 = no merging).\n" \
+  "deadline-max-merge=SIZE         Largest merged unit (default 256k, 0 = no merging).\n" \
   "deadline-anticipate=DURATION    Longest wait for a reader's next read (default 20ms, 0 = off).\n" \
   "deadline-preempt=BOOL           A read may end a write batch early (default on).\n" \
-  "deadline-preempt-min=N          ... after the batch spent N cost units (default 32).\n" \
+  "deadline-preempt-min=N          ... after the batch spent N cost units (default 16).\n" \
   "deadline-depth=N                Units in flight at the device (default 2;\n" \
   "                                raise to 16-64 for SSDs/NVMe).\n" \
   "deadline-max-inflight=SIZE      Bytes in flight (default depth*max-merge, >= 8M).\n" \

@@ -12,7 +12,7 @@ main (void)
   int i, units = 0;
 
   dl_tunables_default (&t);
-  CHECK_EQ (t.max_merge, 1024 * KiB);
+  CHECK_EQ (t.max_merge, 256 * KiB);
   t.max_merge = 16 * KiB;
   s = mksched (&t, 1);
   /* 10 contiguous 4 KiB writes: units of 16, 16, 8 KiB. */

@@ -68,7 +68,7 @@ main (void)
   CHECK_EQ (t.seek_cost, 16);
   CHECK_EQ (t.writes_starved, 2);
   CHECK (t.front_merges);
-  CHECK_EQ (t.max_merge, 1 << 20);
+  CHECK_EQ (t.max_merge, 256 << 10);
 
   for (i = 0; i < sizeof table / sizeof table[0]; i++) {
     int r;

@@ -212,7 +212,7 @@ median ()
 {
     local gt=
     grep -q '>' <<< "$*" && gt=">"
-    tr ' ' '\n' <<< "$*" | grep . | tr -d '>' | sort -g | awk -v gt="$gt" '
+    tr ' ' '\n' <<< "$*" | grep -v '^-\?$' | tr -d '>' | sort -g | awk -v gt="$gt" '
         { v[NR] = $1 + 0 }
         END { if (!NR) { print "-"; exit }
               n = NR; m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2;

@@ -16,8 +16,8 @@ settings ()
 # Defaults.
 line=$(settings)
 for kv in scheduler=deadline read_expire=500ms write_expire=5s fifo_batch=64 \
-          seek_cost=16 writes_starved=2 front_merges=on max_merge=1M depth=2 \
-          anticipate=20ms preempt=on preempt_min=32 \
+          seek_cost=16 writes_starved=2 front_merges=on max_merge=256k depth=2 \
+          anticipate=20ms preempt=on preempt_min=16 \
           max_inflight=0 dispatch=auto; do
     case " $line " in
         *" $kv "*) ;;

@@ -11,9 +11,9 @@
 # p99, and the writer's MiB/s.  Then the same with a random reader at
 # depth 32 (no dependent reads: anticipation must change nothing).
 #
-# Configurations: the seed (anticipate=0 preempt=off), the defaults
-# (anticipate=20ms, preempt on),
-# 5 ms, the defaults without preemption, and elevator.  Run from the top of a built
+# Configurations: the seed (anticipate=0 preempt=off), each mechanism
+# alone, the defaults (both), the defaults before 256 KiB units and
+# preempt-min 16, and elevator.  Run from the top of a built
 # tree (run-tests or run-export build in build/).
 set -u
 
@@ -82,12 +82,12 @@ PY
 table () {
     printf '%-30s %9s %10s %10s %10s\n' configuration reads/s 'p50 ms' 'p99 ms' 'write MiB/s'
     row "seed (anticipate=0 preempt=off)" deadline-anticipate=0 deadline-preempt=off
-    row "defaults (anticipate=20ms)"
-    row "anticipate=5ms" deadline-anticipate=5ms
-    row "defaults, preempt=off" deadline-preempt=off
+    row "anticipation alone" deadline-preempt=off
+    row "preemption alone" deadline-anticipate=0
+    row "defaults (both)"
+    row "both, 1M units, preempt-min 32" deadline-max-merge=1M deadline-preempt-min=32
     row "elevator" deadline-scheduler=elevator
 }
-
 echo "== dependent reader: sequential 16 KiB at depth 1, ${secs} s each"
 jobfile read 16k 1
 table
@@ -95,4 +95,4 @@ echo
 echo "== no dependent reads: random 4 KiB at depth 32"
 jobfile randread 4k 32
 row "seed (anticipate=0 preempt=off)" deadline-anticipate=0 deadline-preempt=off
-row "defaults (anticipate=20ms)"
+row "defaults (both)"

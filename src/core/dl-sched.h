@@ -106,6 +106,8 @@ struct dl_stats {
   uint64_t antic_misses;        /* ... that timed out */
   uint64_t queued[2];           /* gauge: units waiting in the sorted queues */
   uint64_t queued_flushes;      /* gauge: flush units waiting */
+  uint64_t queued_preempting;   /* gauge: ... read units that may end a
+                                   write batch (select.c) */
   uint64_t held;                /* gauge: units held by hazards */
   uint64_t inflight;            /* gauge: units dispatched, not completed */
 };

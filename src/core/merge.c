@@ -111,7 +111,7 @@ merge_into_queue (struct dl_sched *s, struct dl_req *r)
       /* The usual case: the unit's keys do not change, only its end
        * (it stays queued: count its preempting flag here).
        */
-      s->preempting += r->preempts && !u->preempts;
+      s->st.queued_preempting += r->preempts && !u->preempts;
       absorb (u, r);
       hazard_set_extent (s, u);
       sortq_grown (u);

@@ -51,7 +51,6 @@ struct dl_sched {
   uint32_t starved;             /* read batches started while writes waited */
   uint64_t head_pos;            /* end of the last unit dispatched */
   uint64_t last_end[2];         /* ... and per direction */
-  uint64_t preempting;          /* queued read units that may preempt */
 
   /* anticipate.c: what dependent readers do, and the wait in force. */
   struct dl_stream {

@@ -86,7 +86,7 @@ unit_relink (struct dl_sched *s, struct dl_req *u)
   sortq_insert (s, u);
   fifo_add (s, u);
   s->st.queued[u->dir]++;
-  s->preempting += u->preempts;
+  s->st.queued_preempting += u->preempts;
 }
 
 /* Take a queued unit out of both. */
@@ -96,7 +96,7 @@ unit_unlink (struct dl_sched *s, struct dl_req *u)
   sortq_remove (s, u);
   fifo_remove (s, u);
   s->st.queued[u->dir]--;
-  s->preempting -= u->preempts;
+  s->st.queued_preempting -= u->preempts;
 }
 
 /* A unit that nothing holds: merge it or queue it. */

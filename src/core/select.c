@@ -64,7 +64,7 @@ continue_batch (struct dl_sched *s)
   if (!s->batching || s->batch_cost >= s->t.fifo_batch)
     return NULL;
   if (s->batch_dir == DL_WRITE && s->t.preempt &&
-      s->batch_cost >= s->t.preempt_min && s->preempting > 0) {
+      s->batch_cost >= s->t.preempt_min && s->st.queued_preempting > 0) {
     s->st.preemptions++;
     return NULL;
   }

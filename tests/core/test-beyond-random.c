@@ -6,7 +6,8 @@
  *   - the core never stalls: when it dispatches nothing while requests
  *     wait and the device is idle, it has set a timer in the future, and
  *     at that time it dispatches (unless a new read came first);
- *   - the gauges return to zero.
+ *   - the gauges return to zero, and the queued preempting reads never
+ *     outnumber the queued reads.
  *
  *   test-beyond-random [FIRST-SEED [SEEDS [STEPS]]]
  */
@@ -112,6 +113,11 @@ run (uint64_t seed, int steps)
     }
     else
       now += rnd () % (2 * MS);
+    /* The preempting gauge counts queued read units: never more (an
+     * unbalanced decrement would wrap around and show here).
+     */
+    dl_sched_stats (s, &st);
+    REQUIRE (st.queued_preempting <= st.queued[DL_READ]);
   }
 
   /* Drain: no new requests; the device serves until nothing is left. */
@@ -139,7 +145,8 @@ run (uint64_t seed, int steps)
   REQUIRE (completed == next);
   dl_sched_stats (s, &st);
   REQUIRE (st.queued[0] == 0 && st.queued[1] == 0 && st.held == 0 &&
-           st.inflight == 0 && st.queued_flushes == 0);
+           st.inflight == 0 && st.queued_flushes == 0 &&
+           st.queued_preempting == 0);
   dl_sched_free (s);
   return completed;
 }

@@ -18,13 +18,13 @@
 set -u
 
 secs=${1:-15}
-top=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-$top/build}
-[ -d "$build/src" ] || build=$top
-filter=$build/src/filter/.libs/nbdkit-deadline-filter.so
-slowdisk=$build/bench/slowdisk/.libs/nbdkit-slowdisk-plugin.so
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/slowstack.sh
+. "$here/slowstack.sh"          # for ss_find_built only (FILTER, SLOWDISK)
+ss_find_built "$here"
+filter=$FILTER slowdisk=$SLOWDISK
 for f in "$filter" "$slowdisk"; do
-    [ -f "$f" ] || { echo "bench-antic: not built: $f" >&2; exit 1; }
+    [ -f "$f" ] || { echo "bench-antic: not built: ${f:-the filter or slowdisk plugin} (set FILTER=, SLOWDISK=)" >&2; exit 1; }
 done
 command -v fio >/dev/null || { echo "bench-antic: fio is not installed" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "bench-antic: needs python3" >&2; exit 1; }

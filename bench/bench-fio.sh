@@ -23,14 +23,10 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/slowstack.sh
+. "$here/slowstack.sh"          # for ss_find_built only
 : "${RUNTIME:=4}" "${RUNS:=3}" "${DEPTH:=32}" "${THREADS:=64}"
-: "${FILTER:=}"
-if [ -z "$FILTER" ]; then
-    for f in "$here/../src/filter/.libs/nbdkit-deadline-filter.so" \
-             "$here/../build/src/filter/.libs/nbdkit-deadline-filter.so"; do
-        [ -f "$f" ] && { FILTER=$(cd "$(dirname "$f")" && pwd)/$(basename "$f"); break; }
-    done
-fi
+ss_find_built "$here"
 [ -f "$FILTER" ] || { echo "bench-fio: filter not built (set FILTER=)" >&2; exit 1; }
 command -v fio >/dev/null || { echo "bench-fio: fio not installed" >&2; exit 1; }
 fio --enghelp=nbd >/dev/null 2>&1 || { echo "bench-fio: fio lacks the nbd engine" >&2; exit 1; }

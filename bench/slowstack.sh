@@ -1,6 +1,6 @@
 # nbd-deadline: the slow-disk stack under a scheduled nbdkit, sourced by
 # bench/amiw-vm.sh and bench/amiw-fio.sh (bash); bench/amiw.sh builds its
-# own stack and uses only ss_find_built.
+# own stack and uses only ss_find_built, as do bench-fio.sh and bench-antic.sh.
 #
 #   slowdisk (nbdkit plugin, one modelled spindle, data in $data)  --unix $SS_DIR/s1.sock
 #     -> nbdfuse $SS_DIR/m1/disk -> losetup --direct-io=on -> /dev/loopA (scheduler none)

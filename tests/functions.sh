@@ -152,3 +152,20 @@ wait_started ()
     done
     return 1
 }
+
+# faulted_run OUT ERRFILE SOCK OPS SEED: the integrity client (errors
+# expected, -E) against SOCK; faults are switched on (ERRFILE created,
+# as nbdkit's error filter watches it) once its workload has started,
+# and off when it ends.  Its output is in OUT; returns its exit status.
+faulted_run ()
+{
+    local out=$1 errfile=$2 sock=$3 ops=$4 seed=$5 client rc=0
+    timeout 300 ./integrity -E -q -c 4 -d 16 -n "$ops" -s "$seed" -m "$tmpdir/model" "$sock" \
+        >"$out" 2>&1 &
+    client=$!
+    wait_started "$out" $client || { echo "client did not start"; cat "$out"; kill $client 2>/dev/null; return 1; }
+    touch "$errfile"
+    wait $client || rc=$?
+    rm -f "$errfile"
+    return $rc
+}

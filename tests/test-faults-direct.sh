@@ -47,13 +47,7 @@ run ()
     grep -q 'dispatch=auto -> direct' "$sock.log" || { echo "FAIL: $name: not the direct path"; return 1; }
     inj0=$(grep -c 'error: injecting' "$below.log")
 
-    timeout 300 ./integrity -E -q -c 4 -d 16 -n "$ops" -s 21 -m "$tmpdir/model" "$sock" \
-        >"$tmpdir/$name.out" 2>&1 &
-    client=$!
-    wait_started "$tmpdir/$name.out" $client || { echo "FAIL: $name: client did not start"; cat "$tmpdir/$name.out"; return 1; }
-    touch "$errfile"
-    rc=0; wait $client || rc=$?
-    rm -f "$errfile"
+    rc=0; faulted_run "$tmpdir/$name.out" "$errfile" "$sock" "$ops" 21 || rc=$?
     grep -v 'workload started' "$tmpdir/$name.out"
     [ $rc = 0 ] || { echo "FAIL: $name: client rc $rc (mismatch, hang or lost server)"; return 1; }
     injected=$(( $(grep -c 'error: injecting' "$below.log") - inj0 ))

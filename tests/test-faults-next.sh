@@ -38,13 +38,7 @@ run ()
         error-rate="$rate" error-file="$errfile" "$@" || return 1
     grep -q 'dispatch=auto -> next' "$sock.log" || { echo "FAIL: $name: not the next path"; return 1; }
 
-    timeout 300 ./integrity -E -q -c 4 -d 16 -n "$ops" -s 11 -m "$tmpdir/model" "$sock" \
-        >"$tmpdir/$name.out" 2>&1 &
-    client=$!
-    wait_started "$tmpdir/$name.out" $client || { echo "FAIL: $name: client did not start"; cat "$tmpdir/$name.out"; return 1; }
-    touch "$errfile"
-    rc=0; wait $client || rc=$?
-    rm -f "$errfile"
+    rc=0; faulted_run "$tmpdir/$name.out" "$errfile" "$sock" "$ops" 11 || rc=$?
     cat "$tmpdir/$name.out"
     [ $rc = 0 ] || { echo "FAIL: $name: client rc $rc (mismatch, hang or lost server)"; return 1; }
 

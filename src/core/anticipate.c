@@ -299,8 +299,11 @@ antic_read_done (struct dl_sched *s, struct dl_req *u, uint64_t now)
 {
   struct dl_req *m;
 
-  if (!learning (s))
-    return;
+  /* Not gated on learning(): a read taken while learning was on must be
+   * uncounted even if the tunables changed since, or its reader would
+   * look like one with a read outstanding forever.  Reads taken while
+   * not learning carry no reader and are skipped.
+   */
   for (m = u; m; m = m->next_member) {
     struct dl_stream *st = reader_slot (s, m->reader);
 

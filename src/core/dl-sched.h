@@ -81,9 +81,9 @@ struct dl_tunables {
   uint64_t anticipate_ns;       /* longest idle wait for a dependent reader,
                                    default 20 ms; 0 = off */
   bool preempt;                 /* a read may end a write batch early
-                                   (default off) ... */
+                                   (default on) ... */
   uint32_t preempt_min;         /* ... once it has spent this many cost
-                                   units (default 32) */
+                                   units (default 16) */
 };
 
 /* Counters.  Monotonic unless marked gauge. */

@@ -261,6 +261,7 @@ cmd_stats (struct client *cl)
   out (cl, "queued_reads %" PRIu64 "\n", s->queued[DL_READ]);
   out (cl, "queued_writes %" PRIu64 "\n", s->queued[DL_WRITE]);
   out (cl, "queued_flushes %" PRIu64 "\n", s->queued_flushes);
+  out (cl, "queued_preempting_reads %" PRIu64 "\n", s->queued_preempting);
   out (cl, "held %" PRIu64 "\n", s->held);
   out (cl, "inflight %" PRIu64 "\n", s->inflight);
   out (cl, "inflight_max %" PRIu64 "\n", st.inflight_max);

@@ -157,6 +157,50 @@ main (void)
   n = writes_before_reader (&t, 8, &st);
   CHECK_EQ (n, 45);             /* the whole batch: 64 - 19 */
   CHECK_EQ (st.preemptions, 0);
+  /* A read of a known reader completes after the tunables stopped the
+   * learning (noop for a while): it must still be uncounted, or the
+   * reader would look like one with reads outstanding for ever and
+   * never preempt again.
+   */
+  {
+    struct dl_sched *s = mksched (&t, 1);
+    struct dl_tunables noop = t;
+    struct dl_req *u;
+    uint64_t off = 1ULL << 30;
+    int i;
+
+    noop.policy = DL_POLICY_NOOP;
+    for (i = 0; i < 4; i++, off += 1 << 20) {
+      ins_from (s, 2, off);
+      if (i < 3) {
+        dispatch_complete (s);
+        continue;
+      }
+      u = dl_dispatch (s, now);
+      REQUIRE (u != NULL);
+      REQUIRE (dl_sched_set_tunables (s, &noop, NULL, 0) == 0);
+      dl_complete (s, u, now);
+      REQUIRE (dl_sched_set_tunables (s, &t, NULL, 0) == 0);
+    }
+    for (i = 0; i < 200; i++)
+      ins (s, DL_OP_WRITE, (uint64_t) i * 4 * KiB, 4 * KiB);
+    for (i = 0; i < 4; i++)
+      dispatch_complete (s);
+    /* Each read now arrives during a write batch (the one started while
+     * the reader thought) and ends it.
+     */
+    for (i = 0; i < 8; i++, off += 1 << 20) {
+      ins_from (s, 2, off);
+      while ((u = dispatch_complete (s)) != NULL && u->op != DL_OP_READ)
+        ;
+      REQUIRE (u != NULL);
+      dispatch_complete (s);    /* a write batch starts: the reader thinks */
+    }
+    st = stats (s);
+    CHECK_EQ (st.preemptions, 8);
+    finish (s);
+  }
+
   /* A reader not yet known is given the benefit of the doubt. */
   {
     struct dl_sched *s = mksched (&t, 1);

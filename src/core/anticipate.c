@@ -183,14 +183,28 @@ hold_for (const struct dl_sched *s, const struct dl_stream *st)
   return h < s->t.anticipate_ns ? h : s->t.anticipate_ns;
 }
 
+/* Does the reader wait for each read before it sends the next (not yet
+ * known: assume so)?  Both anticipation and preemption ask this.
+ */
+static bool
+learned (const struct dl_stream *st)
+{
+  return st->dependent + st->overlapped >= ANTIC_LEARN;
+}
+
+static bool
+waits_for_each_read (const struct dl_stream *st)
+{
+  return !learned (st) || st->overlapped <= st->dependent;
+}
+
 static bool
 pays (const struct dl_sched *s, const struct dl_stream *st)
 {
-  if (st->dependent + st->overlapped < ANTIC_LEARN)
-    return true;
-  if (st->overlapped > st->dependent)
+  if (!waits_for_each_read (st))
     return false;
-  return st->think_ns <= s->t.anticipate_ns && st->seek <= ANTIC_NEAR;
+  return !learned (st) ||
+    (st->think_ns <= s->t.anticipate_ns && st->seek <= ANTIC_NEAR);
 }
 
 /* A read arrived: learn the reader's think time and distance, and end
@@ -264,10 +278,7 @@ antic_read_preempts (struct dl_sched *s, const struct dl_req *r)
   if (!s->t.preempt || s->t.policy != DL_POLICY_DEADLINE)
     return false;
   st = reader_slot (s, r->reader);
-  if (st == NULL)
-    return true;
-  return st->dependent + st->overlapped < ANTIC_LEARN ||
-    st->overlapped <= st->dependent;
+  return st == NULL || waits_for_each_read (st);
 }
 
 /* A read goes to the device: wait for its reader's next one if it pays. */

@@ -198,6 +198,8 @@ for run in $(seq "$RUNS"); do
             stack_down
             [ -n "$res" ] && [ -f "$tmp/$tag.cat0" ] && [ -f "$tmp/$tag.cat1" ] &&
                 res+=" filter_read_ms=$(ss_read_wait "$tmp/$tag.cat0" "$tmp/$tag.cat1")"
+            [ -n "$res" ] && [ -f "$tmp/$tag.idle0" ] && [ -f "$tmp/$tag.idle1" ] &&
+                res+=" filter_idle_read_ms=$(ss_read_wait "$tmp/$tag.idle0" "$tmp/$tag.idle1")"
             [ -n "$res" ] || die "$tag: no result (console: $tmp/$tag.console, kept)"
             case $res in *md5=ok*) ;; *) KEEP=1; die "$tag: files read under the flood differ: $res" ;; esac
             R[$fl.$l]+="$res|"
@@ -229,8 +231,8 @@ table ()
             dbench) echo "== kernel nbd client (VM): cat under dbench 4" ;;
         esac
         ref=
-        printf "%-16s %9s %10s %10s %9s %12s %12s %9s %10s %10s\n" config idle_cat_s flood_cat_s flood/idle vs_first \
-            wr_only_MiBs wr_mixed_MiBs mix/only nbd_rd_ms filt_rd_ms
+        printf "%-16s %9s %10s %10s %9s %12s %12s %9s %10s %10s %11s\n" config idle_cat_s flood_cat_s flood/idle vs_first \
+            wr_only_MiBs wr_mixed_MiBs mix/only nbd_rd_ms filt_rd_ms filt_idle_ms
         for c in $CONFIGS; do
             l=$(label "$c")
             mi=$(median $(field idle "${R[$fl.$l]}"))
@@ -238,13 +240,15 @@ table ()
             wo=$(median $(field write_only_mibs "${R[$fl.$l]}"))
             wm=$(median $(field write_mixed_mibs "${R[$fl.$l]}"))
             [ -z "$ref" ] && ref=$mf
-            printf "%-16s %9s %10s %10s %9s %12s %12s %9s %10s %10s\n" "$l" "$mi" "$mf" "$(ratio "$mf" "$mi")" \
+            printf "%-16s %9s %10s %10s %9s %12s %12s %9s %10s %10s %11s\n" "$l" "$mi" "$mf" "$(ratio "$mf" "$mi")" \
                 "$(ratio "$mf" "$ref")" "$wo" "$wm" "$(awk -v a="$wm" -v b="$wo" 'BEGIN { if (b > 0) printf "%.0f%%", 100 * a / b; else print "-" }')" \
-                "$(median $(field nbd_read_ms "${R[$fl.$l]}"))" "$(median $(field filter_read_ms "${R[$fl.$l]}"))"
+                "$(median $(field nbd_read_ms "${R[$fl.$l]}"))" "$(median $(field filter_read_ms "${R[$fl.$l]}"))" \
+                "$(median $(field filter_idle_read_ms "${R[$fl.$l]}"))"
         done
         echo "(medians of $RUNS run(s); $nfiles files, $kib KiB; slowdisk $SLOWDISK_ARGS; nbdkit -t $THREADS;"
         echo " wr_*: MiB/s written to nbd0 by the flood alone and during the flood cat; nbd_rd_ms: mean read latency at nbd0 during it;
- filt_rd_ms: the same inside the filter, arrival to answer; the difference is the path through guest, qemu and socket)"
+ filt_rd_ms: the same inside the filter, arrival to answer; the difference is the path through guest, qemu and socket;
+ filt_idle_ms: the filter's mean read latency over the idle cat)"
         echo "raw flood cat s: $(for c in $CONFIGS; do l=$(label "$c"); printf '%s [%s] ' "$l" "$(field flood "${R[$fl.$l]}" | tr '\n' ' ' | sed 's/ $//')"; done)"
     done
     echo "configs: $(for c in $CONFIGS; do printf '%s=%s ' "$(label "$c")" "$(spec "$c")"; done)"

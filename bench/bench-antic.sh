@@ -11,13 +11,19 @@
 # p99, and the writer's MiB/s.  Then the same with a random reader at
 # depth 32 (no dependent reads: anticipation must change nothing).
 #
+# Then a random 4 KiB reader at depth 1: dependent, but far apart, so
+# anticipation rarely pays and must learn so.
+#
 # Configurations: the seed (anticipate=0 preempt=off), each mechanism
 # alone, the defaults (both), the defaults before 256 KiB units and
 # preempt-min 16, and elevator.  Run from the top of a built
-# tree (run-tests or run-export build in build/).
+# tree (run-tests or run-export build in build/).  SLOWDISK_ARGS
+# changes the disk (default "size=4G"; see slowdisk.pod), e.g.
+# SLOWDISK_ARGS="size=4G rate=150M seek-ms=12 wcache=32M".
 set -u
 
 secs=${1:-15}
+disk=${SLOWDISK_ARGS:-size=4G}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/slowstack.sh
 . "$here/slowstack.sh"          # for ss_find_built only (FILTER, SLOWDISK)
@@ -62,7 +68,8 @@ EOF
 row () {                        # $1: label, rest: filter parameters
     local label=$1; shift
     rm -f "$tmp/sock"
-    nbdkit -f -U "$tmp/sock" --filter="$filter" "$slowdisk" size=4G "$@" \
+    # shellcheck disable=SC2086 # $disk is a list of plugin parameters
+    nbdkit -f -U "$tmp/sock" --filter="$filter" "$slowdisk" $disk "$@" \
         2>"$tmp/nbdkit.log" &
     pid=$!
     for _ in $(seq 50); do [ -S "$tmp/sock" ] && break; sleep 0.1; done
@@ -88,11 +95,17 @@ table () {
     row "both, 1M units, preempt-min 32" deadline-max-merge=1M deadline-preempt-min=32
     row "elevator" deadline-scheduler=elevator
 }
+echo "slow disk: $disk (filter defaults unless named)"
 echo "== dependent reader: sequential 16 KiB at depth 1, ${secs} s each"
 jobfile read 16k 1
 table
 echo
 echo "== no dependent reads: random 4 KiB at depth 32"
 jobfile randread 4k 32
+row "seed (anticipate=0 preempt=off)" deadline-anticipate=0 deadline-preempt=off
+row "defaults (both)"
+echo
+echo "== dependent but random: random 4 KiB at depth 1"
+jobfile randread 4k 1
 row "seed (anticipate=0 preempt=off)" deadline-anticipate=0 deadline-preempt=off
 row "defaults (both)"

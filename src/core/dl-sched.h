@@ -27,7 +27,8 @@
  *   merge.c   back and front merges, max_merge
  *   select.c  which unit goes next: batches, fifo_batch/seek_cost,
  *             writes_starved, expiries, read preemption of write
- *             batches; and the noop/elevator policies
+ *             batches, one write at a time beside a dependent reader;
+ *             and the noop/elevator policies
  *   anticipate.c  beyond the seed: waiting briefly for a dependent
  *             reader's next read instead of starting a write batch
  *   hazard.c  overlapping requests never pass each other
@@ -104,12 +105,15 @@ struct dl_stats {
   uint64_t antic_waits;         /* read batches kept open for a reader */
   uint64_t antic_hits;          /* ... whose next read came in time */
   uint64_t antic_misses;        /* ... that timed out */
+  uint64_t write_holds;         /* writes kept back: one at a time beside
+                                   a dependent reader (select.c) */
   uint64_t queued[2];           /* gauge: units waiting in the sorted queues */
   uint64_t queued_flushes;      /* gauge: flush units waiting */
   uint64_t queued_preempting;   /* gauge: ... read units that may end a
                                    write batch (select.c) */
   uint64_t held;                /* gauge: units held by hazards */
   uint64_t inflight;            /* gauge: units dispatched, not completed */
+  uint64_t inflight_writes;     /* gauge: ... of them writes (not flushes) */
 };
 
 /* A request.  The caller owns the memory and fills the first block;
@@ -203,6 +207,11 @@ int dl_sched_set_tunables (struct dl_sched *s, const struct dl_tunables *t,
                            char *err, size_t errlen);
 void dl_sched_get_tunables (const struct dl_sched *s, struct dl_tunables *t);
 void dl_sched_stats (const struct dl_sched *s, struct dl_stats *st);
+/* How many units the caller keeps at the device at most (its depth;
+ * unset or 0: 2).  Beside a dependent reader, writes take at most half
+ * of them (select.c, write_held).
+ */
+void dl_sched_set_depth (struct dl_sched *s, uint32_t depth);
 
 void dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns);
 struct dl_req *dl_dispatch (struct dl_sched *s, uint64_t now_ns);

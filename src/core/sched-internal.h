@@ -51,6 +51,9 @@ struct dl_sched {
   uint32_t starved;             /* read batches started while writes waited */
   uint64_t head_pos;            /* end of the last unit dispatched */
   uint64_t last_end[2];         /* ... and per direction */
+  uint64_t last_preempting_ns;  /* last arrival or completion of a read
+                                   that may preempt (write_held) */
+  uint32_t depth;               /* the caller's device depth (0: unset) */
 
   /* anticipate.c: what dependent readers do, and the wait in force. */
   struct dl_stream {

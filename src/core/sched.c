@@ -133,12 +133,20 @@ dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns)
   if (r->dir == DL_READ) {
     antic_read_arrived (s, r, now_ns);
     r->preempts = antic_read_preempts (s, r);
+    if (r->preempts)
+      s->last_preempting_ns = now_ns;
   }
   hazard_set_extent (s, r);
   if (hazard_blocked (s, r))
     hazard_hold (s, r);
   else
     sched_queue (s, r);
+}
+
+void
+dl_sched_set_depth (struct dl_sched *s, uint32_t depth)
+{
+  s->depth = depth;
 }
 
 struct dl_req *
@@ -164,6 +172,8 @@ dl_dispatch (struct dl_sched *s, uint64_t now_ns)
   }
   u->state = DL_S_INFLIGHT;
   s->st.inflight++;
+  if (u->op != DL_OP_FLUSH && u->dir == DL_WRITE)
+    s->st.inflight_writes++;
   return u;
 }
 
@@ -174,8 +184,13 @@ dl_complete (struct dl_sched *s, struct dl_req *u, uint64_t now_ns)
   u->state = DL_S_DONE;
   if (u->op == DL_OP_FLUSH)
     return;
-  if (u->dir == DL_READ)
+  if (u->dir == DL_WRITE)
+    s->st.inflight_writes--;
+  if (u->dir == DL_READ) {
     antic_read_done (s, u, now_ns);
+    if (u->preempts)
+      s->last_preempting_ns = now_ns;
+  }
   hazard_busy_remove (s, u);
   hazard_release (s, u);
 }

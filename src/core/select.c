@@ -28,8 +28,9 @@
  *
  * Beyond the seed (both on by default; off, the seed exactly): a read
  * of a reader that waits for each read (cat; antic_read_preempts) may
- * preempt a write batch (continue_batch), and a read batch may wait for
- * such a reader instead of ending (anticipate.c).  Preemption is on
+ * preempt a write batch (continue_batch), writes take at most half of
+ * the device while such a reader is about (write_held), and a read batch
+ * may wait for such a reader instead of ending (anticipate.c).  Preemption is on
  * because it was the one mechanism that shortened the AMIW cat on every
  * client path (bench/results/README).  preempt_min is 16, one seek's
  * worth: a write batch that starts with a seek still writes its first
@@ -74,21 +75,58 @@ continue_batch (struct dl_sched *s)
   return u;
 }
 
-/* Rules 2 and 3: the direction of a new batch. */
-static enum dl_dir
-batch_direction (struct dl_sched *s, uint64_t now)
+/* Beyond the seed: writes take at most half of the device's slots
+ * beside a dependent reader.  A read cannot overtake a unit already at
+ * the device, so a read of cat arriving during a write batch waits for
+ * every write in flight there (deadline-depth of them) before
+ * preemption can help it.  While such a reader has been seen within
+ * READER_RECENT_NS, writes are held back once they fill half of the
+ * caller's depth (at least one): on a disk at the default depth of 2,
+ * one write at a time, and the other slot is the reader's; an SSD at
+ * depth 32 keeps 16 writes going.  Writes lose little on a disk that
+ * streams contiguous writes back to back, and the rule is gone as soon
+ * as the reader is: a write flood alone keeps every slot.  (The
+ * kernel's writeback throttling lowers the write depth when reads
+ * suffer, for the same reason.)  Part of preemption: off with it, so
+ * the seed's behaviour stays exact.
+ */
+#define READER_RECENT_NS (100 * 1000000ULL)
+
+static bool
+write_held (struct dl_sched *s, uint64_t now)
+{
+  uint32_t room = (s->depth ? s->depth : 2) / 2;
+
+  if (!s->t.preempt || s->st.inflight_writes < (room ? room : 1) ||
+      s->last_preempting_ns == 0 ||
+      now > s->last_preempting_ns + READER_RECENT_NS)
+    return false;
+  s->st.write_holds++;
+  return true;
+}
+
+/* Rules 2 and 3: would a new batch be of writes? */
+static bool
+writes_next (struct dl_sched *s, uint64_t now)
 {
   bool reads = !sortq_empty (s, DL_READ);
   bool writes = !sortq_empty (s, DL_WRITE);
 
-  if (writes && (!reads || s->starved >= s->t.writes_starved ||
-                 fifo_expired (s, DL_WRITE, now))) {
-    if (reads)
+  return writes && (!reads || s->starved >= s->t.writes_starved ||
+                    fifo_expired (s, DL_WRITE, now));
+}
+
+/* ... and its direction, counted. */
+static enum dl_dir
+batch_direction (struct dl_sched *s, uint64_t now)
+{
+  if (writes_next (s, now)) {
+    if (!sortq_empty (s, DL_READ))
       s->st.starved_switches++;
     s->starved = 0;
     return DL_WRITE;
   }
-  if (writes)
+  if (!sortq_empty (s, DL_WRITE))
     s->starved++;
   return DL_READ;
 }
@@ -116,12 +154,15 @@ deadline_next (struct dl_sched *s, uint64_t now)
   enum dl_dir d;
 
   if (u)
-    return u;
+    return u->dir == DL_WRITE && write_held (s, now) ? NULL : u;
   if (antic_hold (s, now))
     return NULL;                /* anticipate.c: the reader will be back */
   s->batching = false;
   if (sortq_empty (s, DL_READ) && sortq_empty (s, DL_WRITE))
     return NULL;
+  if (writes_next (s, now) && write_held (s, now))
+    return NULL;                /* the write batch starts when the device
+                                   has no write (nothing counted yet) */
 
   d = batch_direction (s, now);
   u = batch_start (s, d, now);

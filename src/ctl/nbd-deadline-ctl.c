@@ -483,9 +483,10 @@ print_stats_text (const struct reply *r, bool compact)
           num (r, "units_total"), num (r, "unit_members_total"),
           num (r, "merged_back_total"), num (r, "merged_front_total"),
           num (r, "seeks_total"));
-  printf ("other       hazard holds %.0f, preemptions %.0f, anticipation "
-          "%.0f waits/%.0f hits/%.0f misses, rmw %.0f\n",
+  printf ("other       hazard holds %.0f, preemptions %.0f, write holds %.0f, "
+          "anticipation %.0f waits/%.0f hits/%.0f misses, rmw %.0f\n",
           num (r, "hazard_holds_total"), num (r, "preemptions_total"),
+          num (r, "write_holds_total"),
           num (r, "antic_waits_total"), num (r, "antic_hits_total"),
           num (r, "antic_misses_total"), num (r, "rmw_total"));
   printf ("peaks       in flight %.0f, waiting %.0f\n",

@@ -252,6 +252,7 @@ cmd_stats (struct client *cl)
   out (cl, "seeks_total %" PRIu64 "\n", s->seeks);
   out (cl, "hazard_holds_total %" PRIu64 "\n", s->hazard_holds);
   out (cl, "preemptions_total %" PRIu64 "\n", s->preemptions);
+  out (cl, "write_holds_total %" PRIu64 "\n", s->write_holds);
   out (cl, "antic_waits_total %" PRIu64 "\n", s->antic_waits);
   out (cl, "antic_hits_total %" PRIu64 "\n", s->antic_hits);
   out (cl, "antic_misses_total %" PRIu64 "\n", s->antic_misses);
@@ -264,6 +265,7 @@ cmd_stats (struct client *cl)
   out (cl, "queued_preempting_reads %" PRIu64 "\n", s->queued_preempting);
   out (cl, "held %" PRIu64 "\n", s->held);
   out (cl, "inflight %" PRIu64 "\n", s->inflight);
+  out (cl, "inflight_writes %" PRIu64 "\n", s->inflight_writes);
   out (cl, "inflight_max %" PRIu64 "\n", st.inflight_max);
   out (cl, "waiting_max %" PRIu64 "\n", st.waiting_max);
   out (cl, "writeback_answered_total %" PRIu64 "\n", st.wb_answered);

@@ -162,6 +162,7 @@ engine_new (const struct engine_params *p, char *err, size_t errlen)
     snprintf (err, errlen, "dl_sched_new: %s", strerror (errno));
     goto fail;
   }
+  dl_sched_set_depth (e->sched, p->depth);
   return e;
 
  fail:
@@ -719,7 +720,8 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 " merged_front=%" PRIu64 " batches=%" PRIu64 "/%" PRIu64
                 " expired=%" PRIu64 "/%" PRIu64 " starved=%" PRIu64
                 " seeks=%" PRIu64 " hazard_holds=%" PRIu64
-                " preemptions=%" PRIu64 " antic=%" PRIu64 "/%" PRIu64 "/%" PRIu64
+                " preemptions=%" PRIu64 " write_holds=%" PRIu64
+                " antic=%" PRIu64 "/%" PRIu64 "/%" PRIu64
                 " rmw=%" PRIu64
                 " short_io=%" PRIu64 " zero_fallback=%" PRIu64
                 " inflight_max=%" PRIu64 " waiting_max=%" PRIu64
@@ -733,7 +735,7 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 st->sched.expired[DL_READ], st->sched.expired[DL_WRITE],
                 st->sched.starved_switches, st->sched.seeks,
                 st->sched.hazard_holds, st->sched.preemptions,
-                st->sched.antic_waits, st->sched.antic_hits,
+                st->sched.write_holds, st->sched.antic_waits, st->sched.antic_hits,
                 st->sched.antic_misses, st->rmw, st->short_io,
                 st->zero_fallback, st->inflight_max, st->waiting_max,
                 st->wb_answered, st->wb_bytes_max, st->wb_failed);

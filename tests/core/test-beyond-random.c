@@ -6,8 +6,9 @@
  *   - the core never stalls: when it dispatches nothing while requests
  *     wait and the device is idle, it has set a timer in the future, and
  *     at that time it dispatches (unless a new read came first);
- *   - the gauges return to zero, and the queued preempting reads never
- *     outnumber the queued reads.
+ *   - the gauges return to zero, the queued preempting reads never
+ *     outnumber the queued reads, the write gauge counts the writes at
+ *     the device, and a write is held back only while another is there.
  *
  *   test-beyond-random [FIRST-SEED [SEEDS [STEPS]]]
  */
@@ -17,6 +18,7 @@
 #define MAXDEPTH 8
 
 static uint64_t rng;
+static uint64_t all_holds;      /* writes held back, every seed */
 
 static uint64_t
 rnd (void)
@@ -47,6 +49,7 @@ run (uint64_t seed, int steps)
   struct dl_sched *s;
   int ninfl = 0, next = 0, completed = 0, depth, step;
   struct dl_stats st;
+  uint64_t holds = 0;
 
   rng = seed * 2654435761u + 1;
   pool_used = 0;
@@ -118,6 +121,19 @@ run (uint64_t seed, int steps)
      */
     dl_sched_stats (s, &st);
     REQUIRE (st.queued_preempting <= st.queued[DL_READ]);
+    /* The write gauge is what is at the device; writes are held back
+     * (select.c, write_held) only with another write there.
+     */
+    {
+      uint64_t w = 0;
+      int k;
+      for (k = 0; k < ninfl; k++)
+        w += infl[k]->op != DL_OP_FLUSH && infl[k]->op != DL_OP_READ;
+      REQUIRE (st.inflight_writes == w);
+      if (st.write_holds > holds)
+        REQUIRE (w > 0 && t.preempt);
+      holds = st.write_holds;
+    }
   }
 
   /* Drain: no new requests; the device serves until nothing is left. */
@@ -146,7 +162,8 @@ run (uint64_t seed, int steps)
   dl_sched_stats (s, &st);
   REQUIRE (st.queued[0] == 0 && st.queued[1] == 0 && st.held == 0 &&
            st.inflight == 0 && st.queued_flushes == 0 &&
-           st.queued_preempting == 0);
+           st.queued_preempting == 0 && st.inflight_writes == 0);
+  all_holds += st.write_holds;
   dl_sched_free (s);
   return completed;
 }
@@ -162,6 +179,9 @@ main (int argc, char *argv[])
   now = 1000 * MS;
   for (i = first; i < first + seeds; i++)
     total += run (i, steps);
-  printf ("beyond-random: %" PRIu64 " seeds, %" PRIu64 " requests\n", seeds, total);
+  printf ("beyond-random: %" PRIu64 " seeds, %" PRIu64 " requests, %" PRIu64
+          " writes held back\n", seeds, total, all_holds);
+  if (seeds >= 100)
+    CHECK (all_holds > 0);      /* the rule was exercised */
   return test_result ("beyond-random");
 }

@@ -105,8 +105,9 @@ struct dl_stats {
   uint64_t antic_waits;         /* read batches kept open for a reader */
   uint64_t antic_hits;          /* ... whose next read came in time */
   uint64_t antic_misses;        /* ... that timed out */
-  uint64_t write_holds;         /* writes kept back: one at a time beside
-                                   a dependent reader (select.c) */
+  uint64_t write_holds;         /* dispatches refused to keep writes to
+                                   half the device beside a dependent
+                                   reader (select.c, write_held) */
   uint64_t queued[2];           /* gauge: units waiting in the sorted queues */
   uint64_t queued_flushes;      /* gauge: flush units waiting */
   uint64_t queued_preempting;   /* gauge: ... read units that may end a

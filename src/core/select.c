@@ -80,10 +80,10 @@ continue_batch (struct dl_sched *s)
  * the device, so a read of cat arriving during a write batch waits for
  * every write in flight there (deadline-depth of them) before
  * preemption can help it.  While such a reader has been seen within
- * READER_RECENT_NS, writes are held back once they fill half of the
- * caller's depth (at least one): on a disk at the default depth of 2,
- * one write at a time, and the other slot is the reader's; an SSD at
- * depth 32 keeps 16 writes going.  Writes lose little on a disk that
+ * READER_RECENT_NS and no read is queued, writes are held back once
+ * they fill half of the caller's depth (at least one): on a disk at the
+ * default depth of 2, one write at a time, and the other slot waits for
+ * the reader's next read; an SSD at depth 32 keeps 16 writes going.  Writes lose little on a disk that
  * streams contiguous writes back to back, and the rule is gone as soon
  * as the reader is: a write flood alone keeps every slot.  (The
  * kernel's writeback throttling lowers the write depth when reads
@@ -97,8 +97,13 @@ write_held (struct dl_sched *s, uint64_t now)
 {
   uint32_t room = (s->depth ? s->depth : 2) / 2;
 
-  if (!s->t.preempt || s->st.inflight_writes < (room ? room : 1) ||
-      s->last_preempting_ns == 0 ||
+  /* The free slot is kept for a read yet to come.  A read already
+   * queued behind the write batch is preemption's business (after
+   * preempt_min): holding the slot for it would only leave it idle.
+   */
+  if (!s->t.preempt || !sortq_empty (s, DL_READ) ||
+      s->st.inflight_writes < (room ? room : 1) ||
+      s->last_preempting_ns == 0 ||   /* (the engine's clock is never 0) */
       now > s->last_preempting_ns + READER_RECENT_NS)
     return false;
   s->st.write_holds++;
@@ -161,8 +166,9 @@ deadline_next (struct dl_sched *s, uint64_t now)
   if (sortq_empty (s, DL_READ) && sortq_empty (s, DL_WRITE))
     return NULL;
   if (writes_next (s, now) && write_held (s, now))
-    return NULL;                /* the write batch starts when the device
-                                   has no write (nothing counted yet) */
+    return NULL;                /* the write batch starts when a write at
+                                   the device completes (nothing counted
+                                   yet) */
 
   d = batch_direction (s, now);
   u = batch_start (s, d, now);

@@ -345,6 +345,7 @@ model_dispatch (struct model *m)
                        a.inflight_writes > 0 && queued[DL_WRITE]),
              "a write held without a write at the device (preempt %d, %lu in flight)",
              m->t.preempt, (unsigned long) a.inflight_writes);
+    FAIL_IF (held && queued[DL_READ], "a write held while a read waits");
     FAIL_IF (ready_any && !held, "dispatch returned nothing while a request was ready");
     check_gauges (m);
     return NULL;

@@ -63,9 +63,15 @@ run (uint64_t seed, int steps)
   t.max_merge = rnd () % 2 ? 0 : 64 * KiB;
   depth = rnd () % 4 + 1;
   s = mksched (&t, 1);
+  dl_sched_set_depth (s, depth);
 
   for (step = 0; step < steps && completed < MAXREQ; step++) {
     int act = rnd () % 4;
+
+    if (rnd () % 500 == 0) {    /* preemption toggled at run time */
+      t.preempt = !t.preempt;
+      REQUIRE (dl_sched_set_tunables (s, &t, NULL, 0) == 0);
+    }
 
     if (act == 0 && next < MAXREQ) {
       int k = rnd () % 10;

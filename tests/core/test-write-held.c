@@ -119,6 +119,54 @@ main (void)
     dl_complete (s, w2, now);
   finish (s);
 
+  /* A read already queued behind a write batch that has not yet spent
+   * preempt_min is preemption's business: the free slot goes to the
+   * next write rather than idling (the read waits for preemption).
+   */
+  t.preempt_min = 32;
+  s = mksched (&t, 1);
+  off = teach (s, 1);
+  for (int k = 0; k < 20; k++)
+    ins (s, DL_OP_WRITE, (uint64_t) k * 64 * KiB, 64 * KiB);
+  w = dl_dispatch (s, now);     /* a seek: 16 of the 32 */
+  REQUIRE (w != NULL && w->op == DL_OP_WRITE);
+  read_from (s, 2, off);
+  w2 = dl_dispatch (s, now);
+  CHECK (w2 != NULL && w2->op == DL_OP_WRITE);
+  dl_complete (s, w, now);
+  if (w2)
+    dl_complete (s, w2, now);
+  finish (s);
+  t.preempt_min = 16;
+
+  /* Preemption turned off at run time, the reader still recent: every
+   * slot at once.
+   */
+  s = mksched (&t, 1);
+  teach (s, 1);
+  {
+    struct dl_tunables off_t = t;
+    off_t.preempt = false;
+    REQUIRE (dl_sched_set_tunables (s, &off_t, NULL, 0) == 0);
+  }
+  CHECK_EQ (writes_at_once (s, 4), 4);
+  finish (s);
+
+  /* A read's completion counts as the reader being seen: one that took
+   * 150 ms at the device still holds writes back 50 ms later.
+   */
+  s = mksched (&t, 1);
+  off = teach (s, 1);
+  r = read_from (s, 2, off);
+  u = dl_dispatch (s, now);
+  REQUIRE (u != NULL && u->op == DL_OP_READ);
+  now += 150 * MS;
+  dl_complete (s, u, now);
+  now += 50 * MS;
+  CHECK_EQ (writes_at_once (s, 4), 1);
+  finish (s);
+  (void) r;
+
   /* The reader gone quiet for longer than READER_RECENT_NS (100 ms):
    * the flood has every slot again.
    */

@@ -36,6 +36,24 @@ teach (struct dl_sched *s, int together)
   return off;
 }
 
+/* cat, then a flood of 20 writes: the first write goes to the device.
+ * Returns the scheduler; *w is that write, *off where cat reads next.
+ */
+static struct dl_sched *
+cat_then_writes (const struct dl_tunables *t, struct dl_req **w,
+                 uint64_t *off)
+{
+  struct dl_sched *s = mksched (t, 1);
+  int k;
+
+  *off = teach (s, 1);
+  for (k = 0; k < 20; k++)
+    ins (s, DL_OP_WRITE, (uint64_t) k * 64 * KiB, 64 * KiB);
+  *w = dl_dispatch (s, now);
+  REQUIRE (*w != NULL && (*w)->op == DL_OP_WRITE);
+  return s;
+}
+
 /* With a device of `depth` slots full of nothing but a write flood,
  * how many writes does the device hold at once?
  */
@@ -98,12 +116,7 @@ main (void)
   /* The reader's read still takes a free slot beside the write at the
    * device, and the next write waits for that write, not for the read.
    */
-  s = mksched (&t, 1);
-  off = teach (s, 1);
-  for (int k = 0; k < 20; k++)
-    ins (s, DL_OP_WRITE, (uint64_t) k * 64 * KiB, 64 * KiB);
-  w = dl_dispatch (s, now);
-  REQUIRE (w != NULL && w->op == DL_OP_WRITE);
+  s = cat_then_writes (&t, &w, &off);
   CHECK (dl_dispatch (s, now) == NULL);
   read_from (s, 2, off);
   r = dl_dispatch (s, now);
@@ -124,12 +137,7 @@ main (void)
    * next write rather than idling (the read waits for preemption).
    */
   t.preempt_min = 32;
-  s = mksched (&t, 1);
-  off = teach (s, 1);
-  for (int k = 0; k < 20; k++)
-    ins (s, DL_OP_WRITE, (uint64_t) k * 64 * KiB, 64 * KiB);
-  w = dl_dispatch (s, now);     /* a seek: 16 of the 32 */
-  REQUIRE (w != NULL && w->op == DL_OP_WRITE);
+  s = cat_then_writes (&t, &w, &off);  /* a seek: 16 of the 32 */
   read_from (s, 2, off);
   w2 = dl_dispatch (s, now);
   CHECK (w2 != NULL && w2->op == DL_OP_WRITE);
@@ -198,12 +206,7 @@ main (void)
   t.preempt = true;
 
   /* Flushes are not writes: one goes beside the write at the device. */
-  s = mksched (&t, 1);
-  teach (s, 1);
-  for (int k = 0; k < 4; k++)
-    ins (s, DL_OP_WRITE, (uint64_t) k * 64 * KiB, 64 * KiB);
-  w = dl_dispatch (s, now);
-  REQUIRE (w != NULL && w->op == DL_OP_WRITE);
+  s = cat_then_writes (&t, &w, &off);
   ins (s, DL_OP_FLUSH, 0, 0);
   u = dl_dispatch (s, now);
   CHECK (u != NULL && u->op == DL_OP_FLUSH);

@@ -77,7 +77,7 @@ make_backing ()
 # The backing's device (the block device itself, or the disk under the
 # file's filesystem) gets queue/scheduler=none, restored by stop_servers:
 # the scheduler under test is to be the only one.
-describe_backing ()
+prepare_backing ()
 {
     local backing=$1 dev q old fs
     if [ -b "$backing" ]; then
@@ -176,7 +176,7 @@ measure ()
 {
     local title=$1 backing=$2 job name args what r cfg v label p n d rn rd
     local -A result samples
-    describe_backing "$backing"
+    prepare_backing "$backing"
     start plain file "$backing"
     start nocache file "$backing" cache=none
     start noop --filter="$FILTER" file "$backing" deadline-scheduler=noop deadline-depth="$DEPTH"

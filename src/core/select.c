@@ -30,15 +30,16 @@
  * of a reader that waits for each read (cat; antic_read_preempts) may
  * preempt a write batch (continue_batch), writes take at most half of
  * the device while such a reader is about (write_held), and a read batch
- * may wait for such a reader instead of ending (anticipate.c).  Preemption is on
- * because it was the one mechanism that shortened the AMIW cat on every
- * client path (bench/results/README).  preempt_min is 16, one seek's
- * worth: a write batch that starts with a seek still writes its first
- * unit, and writes_starved still gives the writes a batch after every
- * two read batches.  Measured with a kernel nbd client in a guest (the
- * AMIW cat under a dd flood, slow-disk fixture, 256 KiB units): 16 gave
- * 6.7 s and the flood 11.1 MiB/s, 32 gave 15.9 s and 14.8 MiB/s, 8 no
- * better than 16 (7.0 s); the seed takes 75-107 s.  The writer pays
+ * may wait for such a reader instead of ending (anticipate.c).
+ * Preemption is on because it was the one mechanism that shortened the
+ * AMIW cat on every client path (bench/results/README).  preempt_min is
+ * 16, one seek's worth: a write batch that starts with a seek still
+ * writes its first unit, and writes_starved still gives the writes a
+ * batch after every two read batches.  Measured with a kernel nbd
+ * client in a guest (the AMIW cat under a dd flood, slow-disk fixture,
+ * 256 KiB units): 16 gave 6.7 s and the flood 11.1 MiB/s, 32 gave
+ * 15.9 s and 14.8 MiB/s, 8 no better than 16 (7.0 s); the seed takes
+ * 75-107 s.  The writer pays
  * where a dependent reader keeps coming (fio, bench-antic.sh: 39% of
  * the seed's rate beside a reader at depth 1 that never pauses, which
  * goes from 14 to 650 reads/s).  A reader that keeps reads queued never
@@ -83,26 +84,26 @@ continue_batch (struct dl_sched *s)
  * READER_RECENT_NS and no read is queued, writes are held back once
  * they fill half of the caller's depth (at least one): on a disk at the
  * default depth of 2, one write at a time, and the other slot waits for
- * the reader's next read; an SSD at depth 32 keeps 16 writes going.  Writes lose little on a disk that
- * streams contiguous writes back to back, and the rule is gone as soon
- * as the reader is: a write flood alone keeps every slot.  (The
- * kernel's writeback throttling lowers the write depth when reads
- * suffer, for the same reason.)  Part of preemption: off with it, so
- * the seed's behaviour stays exact.
+ * the reader's next read; an SSD at depth 32 keeps 16 writes going.
+ * Writes lose little on a disk that streams contiguous writes back to
+ * back, and the rule is gone as soon as the reader is: a write flood
+ * alone keeps every slot.  (The kernel's writeback throttling lowers
+ * the write depth when reads suffer, for the same reason.)  Part of
+ * preemption: off with it, so the seed's behaviour stays exact.
  */
 #define READER_RECENT_NS (100 * 1000000ULL)
 
 static bool
 write_held (struct dl_sched *s, uint64_t now)
 {
-  uint32_t room = (s->depth ? s->depth : 2) / 2;
+  uint32_t room = s->depth > 2 ? s->depth / 2 : 1;  /* unset: depth 2 */
 
   /* The free slot is kept for a read yet to come.  A read already
    * queued behind the write batch is preemption's business (after
    * preempt_min): holding the slot for it would only leave it idle.
    */
   if (!s->t.preempt || !sortq_empty (s, DL_READ) ||
-      s->st.inflight_writes < (room ? room : 1) ||
+      s->st.inflight_writes < room ||
       s->last_preempting_ns == 0 ||   /* (the engine's clock is never 0) */
       now > s->last_preempting_ns + READER_RECENT_NS)
     return false;
@@ -121,11 +122,11 @@ writes_next (struct dl_sched *s, uint64_t now)
                     fifo_expired (s, DL_WRITE, now));
 }
 
-/* ... and its direction, counted. */
+/* ... and its direction, counted (writes: what writes_next said). */
 static enum dl_dir
-batch_direction (struct dl_sched *s, uint64_t now)
+batch_direction (struct dl_sched *s, bool writes)
 {
-  if (writes_next (s, now)) {
+  if (writes) {
     if (!sortq_empty (s, DL_READ))
       s->st.starved_switches++;
     s->starved = 0;
@@ -157,6 +158,7 @@ deadline_next (struct dl_sched *s, uint64_t now)
 {
   struct dl_req *u = continue_batch (s);
   enum dl_dir d;
+  bool writes;
 
   if (u)
     return u->dir == DL_WRITE && write_held (s, now) ? NULL : u;
@@ -165,12 +167,13 @@ deadline_next (struct dl_sched *s, uint64_t now)
   s->batching = false;
   if (sortq_empty (s, DL_READ) && sortq_empty (s, DL_WRITE))
     return NULL;
-  if (writes_next (s, now) && write_held (s, now))
+  writes = writes_next (s, now);
+  if (writes && write_held (s, now))
     return NULL;                /* the write batch starts when a write at
                                    the device completes (nothing counted
                                    yet) */
 
-  d = batch_direction (s, now);
+  d = batch_direction (s, writes);
   u = batch_start (s, d, now);
   s->batching = true;
   s->batch_dir = d;

@@ -6,7 +6,9 @@
  */
 #include "testlib.h"
 
-/* A read from connection `stream`, `think` after the last event. */
+/* A read from connection `stream`, 1 ms (the reader's think time)
+ * after the last event.
+ */
 static struct dl_req *
 read_from (struct dl_sched *s, uint64_t stream, uint64_t offset)
 {
@@ -165,7 +167,7 @@ main (void)
    */
   s = mksched (&t, 1);
   off = teach (s, 1);
-  r = read_from (s, 2, off);
+  read_from (s, 2, off);
   u = dl_dispatch (s, now);
   REQUIRE (u != NULL && u->op == DL_OP_READ);
   now += 150 * MS;
@@ -173,7 +175,6 @@ main (void)
   now += 50 * MS;
   CHECK_EQ (writes_at_once (s, 4), 1);
   finish (s);
-  (void) r;
 
   /* The reader gone quiet for longer than READER_RECENT_NS (100 ms):
    * the flood has every slot again.

@@ -3,17 +3,24 @@
 #
 #   bench/bench-fio.sh [BACKING]
 #
-# Serves the same backing four ways (plain `nbdkit file`, the same with
-# cache=none, the filter with noop, the filter with deadline) and drives
+# Serves the same backing several ways: the baselines plain `nbdkit
+# file` (page cache), the same with cache=none, and qemu-nbd
+# --cache=none --aio=io_uring (O_DIRECT; when qemu-nbd is installed,
+# package qemu-utils), and the filter with noop and with deadline; drives
 # each with fio's nbd engine: 64 KiB sequential read and write (MiB/s,
 # depth 8), 4 KiB random read IOPS at depth 32, and 4 KiB random read
-# latency at depth 1 (median µs).  Each number is the median of RUNS
-# runs; runs are interleaved across the servers so that drift hits all
-# alike, and the page cache is dropped before each run.  Writes end with
-# a flush that counts in the time (fio's end_fsync): what reached the
-# disk, not what reached the page cache.  Ratios are against plain.  The
-# last column is fio on the backing itself with O_DIRECT and io_uring, no
-# NBD at all.
+# latency at depth 1 (median µs).  The last row of each table is fio on
+# the backing itself with O_DIRECT and io_uring, no NBD at all (the
+# device's ceiling).  Each figure is the median of RUNS runs (at least
+# 3 for a result: fewer marks the tables NOT A RESULT) with the spread
+# (min-max) beside it; runs are interleaved across the servers so that
+# drift hits all alike, and the page cache is dropped before each run
+# (the script stops if it cannot be: a run on a warm cache is not the
+# run it claims to be).  Writes end with a flush that counts in the time
+# (fio's end_fsync): what reached the disk, not what reached the page
+# cache.  Ratios are true ratios, this server's median over the
+# baseline's (for latency, above 1 is slower).  The first lines name
+# the command, the commit and the settings.
 #
 # Two regimes, because plain nbdkit file reads through the page cache
 # and the filter (O_DIRECT) never does:
@@ -32,6 +39,8 @@
 # (3), DEPTH (deadline-depth, 32: the backing here is an SSD-like
 # virtual disk), THREADS (nbdkit -t, 64), FILTER (the .so).
 set -euo pipefail
+shopt -s inherit_errexit
+cmdline="$0${*:+ $*}"
 
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/slowstack.sh
@@ -41,6 +50,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 ss_find_built "$here"
 [ -f "$FILTER" ] || { echo "bench-fio: filter not built (set FILTER=)" >&2; exit 1; }
 command -v fio >/dev/null || { echo "bench-fio: fio not installed" >&2; exit 1; }
+[ -w /proc/sys/vm/drop_caches ] ||
+    { echo "bench-fio: cannot drop the page cache (needs root): every run would be invalid" >&2; exit 1; }
 fio --enghelp=nbd >/dev/null 2>&1 || { echo "bench-fio: fio lacks the nbd engine" >&2; exit 1; }
 
 tmp=$(mktemp -d /tmp/nbd-deadline-bench.XXXXXX)
@@ -111,7 +122,44 @@ start ()
     for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.1; done
     echo "bench-fio: $name did not start:" >&2; cat "$tmp/$name.log" >&2; exit 1
 }
-configs=(plain nocache noop deadline device)
+# The servers, baselines first; qemu-nbd only where it is installed.
+configs=(plain nocache)
+if command -v qemu-nbd >/dev/null; then
+    configs+=(qemu)
+    qemu_note="qemu-nbd $(qemu-nbd --version | head -1 | awk '{print $2}')"
+else
+    qemu_note="qemu-nbd not installed (apt-get install qemu-utils): no qemu-nbd baseline"
+fi
+configs+=(noop deadline device)
+declare -A cfg_label=(
+    [plain]="nbdkit file (page cache)"
+    [nocache]="nbdkit file cache=none"
+    [qemu]="qemu-nbd cache=none aio=io_uring"
+    [noop]="filter noop"
+    [deadline]="filter deadline"
+    [device]="fio io_uring O_DIRECT on the backing"
+)
+
+# start_qemu_nbd BACKING: the O_DIRECT NBD server users would pick
+# instead of the filter, on the same backing
+start_qemu_nbd ()
+{
+    local sock=$tmp/qemu.sock
+    rm -f "$sock"
+    qemu-nbd --format=raw --cache=none --aio=io_uring --persistent --shared=8 \
+        --socket="$sock" "$1" 2>"$tmp/qemu.log" &
+    pids+=($!)
+    for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.1; done
+    echo "bench-fio: qemu-nbd did not start:" >&2; cat "$tmp/qemu.log" >&2; exit 1
+}
+
+# drop_caches: before every run; a failure stops the benchmark
+drop_caches ()
+{
+    sync
+    echo 3 > /proc/sys/vm/drop_caches ||
+        { echo "bench-fio: dropping the page cache failed: stopping (the run would be invalid)" >&2; exit 1; }
+}
 
 # job name, fio arguments, what to extract
 jobs=(
@@ -128,8 +176,6 @@ run_fio ()
 {
     local backing=$1 cfg=$2 args=$3 what=$4 out=$tmp/out.json size
     size=$(blockdev --getsize64 "$backing" 2>/dev/null || stat -c %s "$backing")
-    sync
-    echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || :
     if [ "$cfg" = device ]; then
         # shellcheck disable=SC2086
         fio --name=b --ioengine=io_uring --direct=1 --filename="$backing" \
@@ -165,20 +211,26 @@ median ()
     local star=
     case "$*" in *'*'*) star='*' ;; esac
     printf '%s\n' "$@" | tr -d '*' | sort -g |
-        awk -v s="$star" '{a[NR]=$1} END {print a[int((NR+1)/2)] s}'
+        awk -v s="$star" '{a[NR]=$1} END {m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; print m s}'
+}
+# spread: "[min-max]" of the same figures
+spread ()
+{
+    printf '%s\n' "$@" | tr -d '*' | sort -g | awk '{a[NR]=$1} END {printf "[%s-%s]", a[1], a[NR]}'
 }
 
-ratio () { awk -v a="${1%\*}" -v b="${2%\*}" 'BEGIN{printf "%.2f", (b>0)?(a/b):0}'; }
-delta () { awk -v a="${1%\*}" -v b="${2%\*}" 'BEGIN{printf "%+.1f", a-b}'; }
+# ratio A B: A / B, a true ratio ("-" without a baseline figure)
+ratio () { awk -v a="${1%\*}" -v b="${2%\*}" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "-" }'; }
 
 # measure TITLE BACKING: the four servers on BACKING, every job, a table.
 measure ()
 {
-    local title=$1 backing=$2 job name args what r cfg v label p n d rn rd
-    local -A result samples
+    local title=$1 backing=$2 job name args what r cfg v label better
+    local -A result samples range
     prepare_backing "$backing"
     start plain file "$backing"
     start nocache file "$backing" cache=none
+    [[ " ${configs[*]} " = *" qemu "* ]] && start_qemu_nbd "$backing"
     start noop --filter="$FILTER" file "$backing" deadline-scheduler=noop deadline-depth="$DEPTH"
     start deadline --filter="$FILTER" file "$backing" deadline-scheduler=deadline deadline-depth="$DEPTH"
     for job in "${jobs[@]}"; do
@@ -186,6 +238,7 @@ measure ()
         samples=()
         for (( r=1; r<=RUNS; r++ )); do
             for cfg in "${configs[@]}"; do
+                drop_caches
                 v=$(run_fio "$backing" "$cfg" "$args" "$what")
                 samples[$cfg]="${samples[$cfg]:-} $v"
                 echo "bench-fio: $title: $name run $r $cfg: $v" >&2
@@ -194,38 +247,45 @@ measure ()
         for cfg in "${configs[@]}"; do
             # shellcheck disable=SC2086
             result[$name,$cfg]=$(median ${samples[$cfg]})
+            # shellcheck disable=SC2086
+            range[$name,$cfg]=$(spread ${samples[$cfg]})
         done
     done
     stop_servers
 
-    printf '\n%s\nbacking %s (%s), deadline-depth=%s, nbdkit -t %s, %s s x %s runs (median)\n' \
+    printf '\n%s\nbacking %s (%s), deadline-depth=%s, nbdkit -t %s, %s s x %s runs: median [min-max]\n' \
         "$title" "$backing" \
         "$(numfmt --to=iec "$(blockdev --getsize64 "$backing" 2>/dev/null || stat -c %s "$backing")")" \
         "$DEPTH" "$THREADS" "$RUNTIME" "$RUNS"
-    printf '%-34s %12s %12s %12s %8s %12s %8s %12s\n' "test" "plain" "cache=none" "noop" "ratio" "deadline" "ratio" "dev O_DIRECT"
+    [ "$RUNS" -ge 3 ] || echo "NOT A RESULT: $RUNS run(s) per configuration (a result needs RUNS >= 3); a format check only"
     for job in "${jobs[@]}"; do
         IFS='|' read -r name args what <<<"$job"
         case $name in
             seqread)  label="64 KiB seq read MiB/s (qd 8)" ;;
             seqwrite) label="64 KiB seq write+flush MiB/s (qd 8)" ;;
             randread) label="4 KiB rand read IOPS (qd 32)" ;;
-            lat1)     label="4 KiB rand read p50 lat us (qd 1)" ;;
+            lat1)     label="4 KiB rand read p50 latency us (qd 1)" ;;
         esac
-        p=${result[$name,plain]} n=${result[$name,noop]} d=${result[$name,deadline]}
-        if [ "$what" = lat ]; then      # here the "ratio" is the difference in µs
-            rn=$(delta "$n" "$p") rd=$(delta "$d" "$p")
-        else
-            rn=$(ratio "$n" "$p") rd=$(ratio "$d" "$p")
-        fi
-        printf '%-34s %12s %12s %12s %8s %12s %8s %12s\n' "$label" "$p" \
-            "${result[$name,nocache]}" "$n" "$rn" "$d" "$rd" "${result[$name,device]}"
+        if [ "$what" = lat ]; then better="lower is better; a ratio above 1 is slower"
+        else better="higher is better"; fi
+        printf '\n%s (%s)\n' "$label" "$better"
+        printf '  %-38s %10s %-21s %9s %14s\n' server median "[min-max]" "/ plain" "/ cache=none"
+        for cfg in "${configs[@]}"; do
+            printf '  %-38s %10s %-21s %9s %14s\n' "${cfg_label[$cfg]}" "${result[$name,$cfg]}" \
+                "${range[$name,$cfg]}" "$(ratio "${result[$name,$cfg]}" "${result[$name,plain]}")" \
+                "$(ratio "${result[$name,$cfg]}" "${result[$name,nocache]}")"
+        done
     done
     case "${result[*]}" in
         *'*'*) echo "(* a run read more than the backing holds: some of it came from the page cache)" ;;
     esac
 }
 
-echo "nbd-deadline fio benchmark at $(git -C "$here/.." describe --always --dirty 2>/dev/null || echo '?'), $(date -u '+%F %T') UTC"
+echo "nbd-deadline fio benchmark, $(date -u '+%F %T') UTC"
+echo "command: $cmdline"
+echo "commit: $(git -C "$here/.." describe --always --dirty --abbrev=10 2>/dev/null || echo '?') (filter: $FILTER)"
+echo "settings: RUNS=$RUNS RUNTIME=$RUNTIME DEPTH=$DEPTH THREADS=$THREADS REGIMES='$REGIMES' COLD_SIZE=$COLD_SIZE; nbdkit $(nbdkit --version | awk '{print $2}'); $(fio --version); $qemu_note"
+echo "load average at start: $(cat /proc/loadavg)"
 if [ $# -gt 0 ]; then
     measure "given backing" "$1"
 else

@@ -3,7 +3,7 @@
 #
 #   sudo bench/amiw-vm.sh [-r RUNS] [-c "CONFIG ..."] [-W dd|dbench|both]
 #                         [-n FILES] [-f FLOOD_MB] [-T CAT_TIMEOUT]
-#                         [-w WARM] [-t THREADS] [-o FILE] [-k] [-v]
+#                         [-w WARM] [-t THREADS] [-G QUEUE] [-o FILE] [-k] [-v]
 #
 # bench/amiw.sh's client is nbdfuse, which hands the server at most ~10
 # requests, so a write flood waits upstream of any scheduler.  The
@@ -38,11 +38,27 @@
 # left out), time the cat again (capped at CAT_TIMEOUT s, ">T"), with the
 # MiB/s written meanwhile (the mixed load), check every file's md5.
 #
-# CONFIG: deadline, elevator, noop (deadline-scheduler=), plain, and
-# NAME:k=v,k=v for deadline-k=v parameters; LABEL=CONFIG names a row.
-# Default: the issue 8 set (seed-exact deadline, anticipation alone,
-# preemption alone, both, elevator, noop, plain nbdkit file).
-# Options: -r runs (1), -W flood (dd), -n files (300), -f flood MiB
+# CONFIG: deadline, elevator, noop (deadline-scheduler=), plain,
+# plain:k=v (file plugin parameters), qemu-nbd, and NAME:k=v,k=v for
+# deadline-k=v parameters; LABEL=CONFIG names a row.  Default: the
+# issue 8 set (seed-exact deadline, anticipation alone, preemption
+# alone, both, elevator, noop) and the baselines (plain nbdkit file,
+# plain cache=none, qemu-nbd --cache=none --aio=io_uring if installed).
+#
+# The guest's queue settings on nbd0 (-G, tests/vm/guest-init's
+# amiw.queue): "filter" (default) leaves the baselines at the guest
+# kernel's own settings and gives only the filter's configurations
+# scheduler none and wbt_lat_usec=0 (the filter is then the only
+# scheduler); "default" leaves every configuration at the guest's
+# settings; "none" changes them for every one.  The table's queue
+# column says what nbd0 had (as the guest read it back) for each row.
+#
+# Every table comes from one build (the commit is printed at the top)
+# and one run of this script: each figure is the median of RUNS runs
+# (at least 3 for a result; fewer marks the tables NOT A RESULT), with
+# the spread (min-max) beside it, and the runs are interleaved across
+# the configurations so that drift hits all alike.
+# Options: -r runs (3), -W flood (dd), -n files (300), -f flood MiB
 # (256), -T cat timeout (120), -w warm-up s (10), -t nbdkit threads of
 # the scheduled server (128, the kernel client's queue depth; nbdkit's
 # default 16 would leave the rest of the kernel's queue in the socket,
@@ -59,14 +75,16 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/slowstack.sh
 . "$here/slowstack.sh"
-RUNS=1 FLOODS=dd NFILES=300 FLOOD_MB=256 CAT_TIMEOUT=120 WARM=10 THREADS=128
-KEEP=0 VERBOSE=0 OUT=
+cmdline="$0${*:+ $*}"
+RUNS=3 FLOODS=dd NFILES=300 FLOOD_MB=256 CAT_TIMEOUT=120 WARM=10 THREADS=128
+KEEP=0 VERBOSE=0 OUT='' QUEUE=filter
 CONFIGS=
-while getopts "r:c:W:n:f:T:w:t:o:kv" o; do
+while getopts "r:c:W:n:f:T:w:t:G:o:kv" o; do
     case $o in
         r) RUNS=$OPTARG ;; c) CONFIGS=$OPTARG ;; W) FLOODS=$OPTARG ;;
         n) NFILES=$OPTARG ;; f) FLOOD_MB=$OPTARG ;; T) CAT_TIMEOUT=$OPTARG ;;
         w) WARM=$OPTARG ;; t) THREADS=$OPTARG ;; o) OUT=$OPTARG ;;
+        G) QUEUE=$OPTARG ;;
         k) KEEP=1 ;; v) VERBOSE=1 ;;
         *) sed -n '2,/^set -euo/p' "$0" | grep '^#' >&2; exit 2 ;;
     esac
@@ -91,6 +109,23 @@ done
 for f in $FLOODS; do
     case $f in dd|dbench) ;; *) die "-W: dd, dbench or both" ;; esac
 done
+case $QUEUE in filter|default|none) ;; *) die "-G: filter, default or none" ;; esac
+for c in $CONFIGS; do
+    [ "$(ss_spec "$c")" = qemu-nbd ] && { command -v qemu-nbd >/dev/null || die "qemu-nbd not installed (apt-get install qemu-utils)"; }
+done
+# what nbd0's queue gets in the guest for one configuration (SPEC)
+guest_queue ()
+{
+    case $QUEUE in
+        filter) if ss_is_baseline "$1"; then echo default; else echo none; fi ;;
+        *) echo "$QUEUE" ;;
+    esac
+}
+# the guest's report of nbd0's settings, from its console: "sched/wbt"
+queue_seen ()
+{
+    sed -n 's/.*nbd0 scheduler: [^;]*\[\([^]]*\)\].*wbt_lat_usec \([0-9]*\).*/\1,wbt=\2/p' "$1" | head -1
+}
 
 rc=0
 vm=$("$here/../tests/vm/mkinitramfs.sh") || rc=$?
@@ -102,6 +137,7 @@ pristine=$(mktemp /dev/shm/amiw-vm-pristine.XXXXXX)
 data=$(mktemp /dev/shm/amiw-vm-disk.XXXXXX)
 
 SS_DIR=$tmp
+SS_EXPORT=amiw          # the guest's nbd-client -N
 QEMU_PID=
 
 stack_down ()
@@ -127,16 +163,16 @@ cleanup ()
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# vm_run TAG FLOOD: boot the guest, answer its SYNC, print its RESULT line
+# vm_run TAG FLOOD QUEUE: boot the guest, answer its SYNC, print its RESULT line
 vm_run ()
 {
-    local tag=$1 flood=$2 line limit deadline_s
+    local tag=$1 flood=$2 queue=$3 line limit deadline_s
     rm -f "$tmp/ser.in" "$tmp/ser.out"
     mkfifo "$tmp/ser.in" "$tmp/ser.out"
     qemu-system-x86_64 -accel "$QEMU_ACCEL" -m "$VM_MEM" -smp 1 \
         -display none -nodefaults -no-reboot \
         -kernel "$KERNEL" -initrd "$INITRD" \
-        -append "console=ttyS0 quiet loglevel=4 panic=-1 amiw.flood=$flood amiw.mb=$FLOOD_MB amiw.warm=$WARM amiw.timeout=$CAT_TIMEOUT" \
+        -append "console=ttyS0 quiet loglevel=4 panic=-1 amiw.flood=$flood amiw.mb=$FLOOD_MB amiw.warm=$WARM amiw.timeout=$CAT_TIMEOUT amiw.queue=$queue" \
         -serial pipe:"$tmp/ser" \
         -chardev socket,id=nbd,path="$tmp/s2.sock" \
         -netdev user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:10809-chardev:nbd \
@@ -171,6 +207,8 @@ vm_run ()
 }
 
 # ---- the fixture: one ext4 image, copied for every configuration -----
+commit=$(git -C "$here/.." describe --always --dirty --abbrev=10 2>/dev/null || echo '?')
+echo "amiw-vm: command: $cmdline; commit $commit" >&2
 echo "amiw-vm: slowdisk $SLOWDISK_ARGS; $NFILES files; flood ${FLOOD_MB} MiB; floods: $FLOODS; runs $RUNS; nbdkit -t $THREADS; $(basename "$KERNEL") under qemu $QEMU_ACCEL" >&2
 size=$(sed -n 's/.*size=\([0-9]*[kKmMgGtT]\?\).*/\1/p' <<< "$SLOWDISK_ARGS")
 mkdir -p "$tmp/stage/tree"
@@ -194,8 +232,9 @@ for run in $(seq "$RUNS"); do
             l=$(label "$c"); s=$(spec "$c"); tag="$fl.$l.$run"
             cp --sparse=always "$pristine" "$data"
             ss_up "$tag" "$s" "$data" || die "$tag: the stack did not come up (logs in $tmp)"
-            res=$(vm_run "$tag" "$fl")
+            res=$(vm_run "$tag" "$fl" "$(guest_queue "$s")")
             stack_down
+            [ -n "$res" ] && res+=" queue=$(queue_seen "$tmp/$tag.console")"
             [ -n "$res" ] && [ -f "$tmp/$tag.cat0" ] && [ -f "$tmp/$tag.cat1" ] &&
                 res+=" filter_read_ms=$(ss_read_wait "$tmp/$tag.cat0" "$tmp/$tag.cat1")"
             [ -n "$res" ] && [ -f "$tmp/$tag.idle0" ] && [ -f "$tmp/$tag.idle1" ] &&
@@ -210,11 +249,19 @@ done
 
 # field KEY "res|res|": the values, one per line
 field () { tr '|' '\n' <<< "$2" | grep . | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+# spread: "[min-max]" of the values (">T" counts as T and marks it)
+spread ()
+{
+    local gt=
+    grep -q '>' <<< "$*" && gt=">"
+    tr ' ' '\n' <<< "$*" | sed '/^-\?$/d' | tr -d '>' | sort -g | awk -v gt="$gt" '
+        { v[NR] = $1 + 0 } END { if (!NR) print "-"; else printf "[%.2f-%s%.2f]", v[1], gt, v[NR] }'
+}
 median ()
 {
     local gt=
     grep -q '>' <<< "$*" && gt=">"
-    tr ' ' '\n' <<< "$*" | grep -v '^-\?$' | tr -d '>' | sort -g | awk -v gt="$gt" '
+    tr ' ' '\n' <<< "$*" | sed '/^-\?$/d' | tr -d '>' | sort -g | awk -v gt="$gt" '
         { v[NR] = $1 + 0 }
         END { if (!NR) { print "-"; exit }
               n = NR; m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2;
@@ -224,31 +271,41 @@ ratio () { awk -v a="${1#>}" -v b="${2#>}" -v g="${1//[^>]/}" 'BEGIN { if (b > 0
 
 table ()
 {
-    local fl c l ref mi mf wo wm
+    local fl c l ref mi mf wo wm q
+    echo "amiw-vm: command: $cmdline"
+    echo "commit: $commit (one build for every row); $(date -u '+%F %T') UTC; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    [ "$RUNS" -ge 3 ] || echo "NOT A RESULT: $RUNS run(s) per configuration (a result needs -r 3 or more); a format check only"
     for fl in $FLOODS; do
         case $fl in
             dd) echo "== kernel nbd client (VM): cat under dd ${FLOOD_MB} MiB conv=notrunc,fsync in a loop" ;;
             dbench) echo "== kernel nbd client (VM): cat under dbench 4" ;;
         esac
         ref=
-        printf "%-16s %9s %10s %10s %9s %12s %12s %9s %10s %10s %11s\n" config idle_cat_s flood_cat_s flood/idle vs_first \
-            wr_only_MiBs wr_mixed_MiBs mix/only nbd_rd_ms filt_rd_ms filt_idle_ms
+        # (tests/vm/test-vm.sh reads columns 1-3: config, idle and flood medians)
+        printf "%-16s %9s %10s %-15s %-13s %10s %9s %12s %12s %9s %10s %10s %11s  %s\n" config idle_cat_s flood_cat_s \
+            "flood[min-max]" "idle[min-max]" flood/idle vs_first \
+            wr_only_MiBs wr_mixed_MiBs mix/only nbd_rd_ms filt_rd_ms filt_idle_ms "nbd0 queue (guest)"
         for c in $CONFIGS; do
             l=$(label "$c")
             mi=$(median $(field idle "${R[$fl.$l]}"))
             mf=$(median $(field flood "${R[$fl.$l]}"))
             wo=$(median $(field write_only_mibs "${R[$fl.$l]}"))
             wm=$(median $(field write_mixed_mibs "${R[$fl.$l]}"))
+            q=$(field queue "${R[$fl.$l]}" | sort -u | tr '\n' ' ' | sed 's/ $//')
             [ -z "$ref" ] && ref=$mf
-            printf "%-16s %9s %10s %10s %9s %12s %12s %9s %10s %10s %11s\n" "$l" "$mi" "$mf" "$(ratio "$mf" "$mi")" \
+            printf "%-16s %9s %10s %-15s %-13s %10s %9s %12s %12s %9s %10s %10s %11s  %s\n" "$l" "$mi" "$mf" \
+                "$(spread $(field flood "${R[$fl.$l]}"))" "$(spread $(field idle "${R[$fl.$l]}"))" \
+                "$(ratio "$mf" "$mi")" \
                 "$(ratio "$mf" "$ref")" "$wo" "$wm" "$(awk -v a="$wm" -v b="$wo" 'BEGIN { if (b > 0) printf "%.0f%%", 100 * a / b; else print "-" }')" \
                 "$(median $(field nbd_read_ms "${R[$fl.$l]}"))" "$(median $(field filter_read_ms "${R[$fl.$l]}"))" \
-                "$(median $(field filter_idle_read_ms "${R[$fl.$l]}"))"
+                "$(median $(field filter_idle_read_ms "${R[$fl.$l]}"))" "$(guest_queue "$(spec "$c")"): ${q:-?}"
         done
-        echo "(medians of $RUNS run(s); $nfiles files, $kib KiB; slowdisk $SLOWDISK_ARGS; nbdkit -t $THREADS;"
+        echo "(medians of $RUNS run(s), spread [min-max] beside the cats; $nfiles files, $kib KiB; slowdisk $SLOWDISK_ARGS; nbdkit -t $THREADS;"
         echo " wr_*: MiB/s written to nbd0 by the flood alone and during the flood cat; nbd_rd_ms: mean read latency at nbd0 during it;
  filt_rd_ms: the same inside the filter, arrival to answer; the difference is the path through guest, qemu and socket;
- filt_idle_ms: the filter's mean read latency over the idle cat)"
+ filt_idle_ms: the filter's mean read latency over the idle cat;
+ nbd0 queue: -G $QUEUE; \"default\" is the guest kernel's own settings, \"none\" is scheduler none and wbt_lat_usec=0 set for
+ that row; after the colon the scheduler and wbt_lat_usec the guest read back)"
         echo "raw flood cat s: $(for c in $CONFIGS; do l=$(label "$c"); printf '%s [%s] ' "$l" "$(field flood "${R[$fl.$l]}" | tr '\n' ' ' | sed 's/ $//')"; done)"
     done
     echo "configs: $(for c in $CONFIGS; do printf '%s=%s ' "$(label "$c")" "$(spec "$c")"; done)"

@@ -9,7 +9,11 @@
 #
 # CONFIG: deadline, elevator, noop (deadline-scheduler=), plain, or
 # NAME:k=v,k=v (deadline-k=v each; plain:k=v passes k=v to the file
-# plugin, e.g. plain:cache=none).  The caller sets SS_DIR (a work
+# plugin, e.g. plain:cache=none), or qemu-nbd (qemu-nbd --cache=none
+# --aio=io_uring on /dev/loopA instead of nbdkit: the O_DIRECT server
+# users would pick instead; export name $SS_EXPORT, default "").  The
+# baselines (plain, plain:..., qemu-nbd) have no filter; ss_is_baseline
+# says which a CONFIG is.  The caller sets SS_DIR (a work
 # directory), FILTER, SLOWDISK, SLOWDISK_ARGS, THREADS, NBDKIT and
 # calls ss_down from its exit trap.  Logs go to $SS_DIR/TAG.*.
 
@@ -84,7 +88,14 @@ ss_up ()                # TAG CONFIG DATAFILE
     [ "$(cat /sys/block/"${SS_LOOP#/dev/}"/loop/dio)" = 1 ] ||
         { echo "slowstack: $SS_LOOP: direct I/O not enabled" >&2; return 1; }
     echo none > /sys/block/"${SS_LOOP#/dev/}"/queue/scheduler
-    if [ "${spec%%:*}" = plain ]; then
+    if [ "$spec" = qemu-nbd ]; then
+        qemu-nbd --format=raw --cache=none --aio=io_uring --persistent --shared=8 \
+            --export-name="${SS_EXPORT:-}" --socket="$SS_DIR/s2.sock" "$SS_LOOP" \
+            2>"$SS_DIR/$tag.s2.log" &
+        SS_S2=$!
+        ss_wait_for "$SS_DIR/s2.sock" 20
+        return
+    elif [ "${spec%%:*}" = plain ]; then
         # plain:k=v,... passes k=v to the file plugin (e.g. cache=none)
         args=(file "$SS_LOOP")
         if [ "$spec" != "${spec#*:}" ]; then
@@ -129,10 +140,15 @@ ss_read_wait ()
               printf "%.1f", (v[2, "read_latency_sum_us"] - v[1, "read_latency_sum_us"]) / n / 1000 }' "$1" "$2"
 }
 
-ss_label () { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline) echo "${1%%=*}" ;; *) echo "$1" ;; esac; }
-ss_spec ()  { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline) echo "${1#*=}" ;; *) echo "$1" ;; esac; }
+ss_label () { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline|*=qemu-nbd) echo "${1%%=*}" ;; *) echo "$1" ;; esac; }
+ss_spec ()  { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline|*=qemu-nbd) echo "${1#*=}" ;; *) echo "$1" ;; esac; }
+# ss_is_baseline SPEC: true for the servers without the filter
+ss_is_baseline () { case $1 in plain|plain:*|qemu-nbd) return 0 ;; *) return 1 ;; esac; }
 
 # The issue 8 set: seed-exact deadline, each mechanism alone, both,
-# elevator, noop, plain nbdkit file.
+# elevator, noop; and the baselines, measured in the same run: plain
+# nbdkit file (page cache), the same with cache=none, and qemu-nbd
+# --cache=none --aio=io_uring where it is installed.
 SS_CONFIGS_DEFAULT="seed=deadline:anticipate=0,preempt=off antic=deadline:preempt=off \
-preempt=deadline:anticipate=0 defaults=deadline elevator noop plain"
+preempt=deadline:anticipate=0 defaults=deadline elevator noop plain nocache=plain:cache=none"
+if command -v qemu-nbd >/dev/null; then SS_CONFIGS_DEFAULT+=" qemu-nbd"; fi

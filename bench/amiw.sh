@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # nbd-deadline: the AMIW (Andrew Morton Interactive Workload) on a slow disk.
 #
-#   sudo bench/amiw.sh [-r RUNS] [-s "deadline elevator noop plain"]
+#   sudo bench/amiw.sh [-r RUNS] [-s "deadline elevator noop plain ..."]
 #                      [-n FILES] [-f FLOOD_MB] [-d DEPTH] [-T CAT_TIMEOUT]
 #                      [-x "k=v ..."] [-B N] [-W dd|dbench|both] [-q|-L]
 #                      [-k] [-v] [-o FILE]
@@ -26,8 +26,10 @@
 # CAT_TIMEOUT s, then reported as ">T"), check every file's md5 against
 # the original, stop the flood and sync.
 #
-# Prints the medians side by side and the ratios to the first deadline
-# entry; with -v also where requests waited during the last flood cat of
+# Prints the medians side by side, each with its spread (min-max) over
+# the runs (at least 3 for a result: fewer, as with -q, marks the table
+# NOT A RESULT), and the ratios to the first deadline entry, under the
+# command and the commit (every row from this one build and run); with -v also where requests waited during the last flood cat of
 # each scheduler: requests in the upper and lower FUSE connections and
 # in flight on the upper loop (sampled every 0.2 s), mean read and write
 # latency at the upper loop (what ext4 sees) and at the lower loop (the
@@ -35,8 +37,14 @@
 # disk's statistics.
 #
 # Schedulers: deadline, elevator, noop (the filter's deadline-scheduler=)
-# and plain (nbdkit file, no filter); NAME:k=v,k=v adds deadline-k=v,
-# e.g. "deadline:depth=1,fifo-batch=2".
+# and the baselines: plain (nbdkit file, no filter, page cache),
+# plain:k=v,... (file plugin parameters: plain:cache=none) and qemu-nbd
+# (qemu-nbd --cache=none --aio=io_uring, when installed); NAME:k=v,k=v
+# adds deadline-k=v, e.g. "deadline:depth=1,fifo-batch=2".  Default:
+# deadline elevator noop plain plain:cache=none, and qemu-nbd where
+# installed.  The upper loop device (the client's, under ext4) keeps the
+# kernel's default scheduler for the baselines; only the filter's rows
+# set it to none (the table's last column says what each row had).
 #
 # Options: -r runs (3), -s schedulers, -n files (300), -f flood MiB
 # (256), -d deadline-depth for every filter entry, -T cat timeout (90),
@@ -57,9 +65,11 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+cmdline="$0${*:+ $*}"
 # shellcheck source=bench/slowstack.sh
 . "$here/slowstack.sh"
-RUNS=3 SCHEDS="deadline elevator noop plain" NFILES=300 FLOOD_MB=256
+RUNS=3 SCHEDS="deadline elevator noop plain plain:cache=none" NFILES=300 FLOOD_MB=256
+if command -v qemu-nbd >/dev/null; then SCHEDS+=" qemu-nbd"; fi
 DEPTH= CAT_TIMEOUT=90 KEEP=0 VERBOSE=0 OUT= EXTRA= FUSE_BG= FLOOD=dd
 while getopts "r:s:n:f:d:T:qLkvo:x:B:W:" o; do
     case $o in
@@ -85,6 +95,9 @@ die () { echo "amiw: $*" >&2; exit 1; }
 for p in nbdfuse fusermount3 losetup mkfs.ext4 timeout md5sum; do
     command -v $p >/dev/null || die "$p not found"
 done
+case " $SCHEDS " in
+    *" qemu-nbd "*) command -v qemu-nbd >/dev/null || die "qemu-nbd not installed (apt-get install qemu-utils)" ;;
+esac
 case $FLOOD in
     dd) ;;
     dbench|both) command -v dbench >/dev/null && [ -f /usr/share/dbench/client.txt ] ||
@@ -104,7 +117,7 @@ log=$tmp/log
 mkdir -p "$tmp/m1" "$tmp/m2" "$tmp/m3"
 
 # ---- resources, released in reverse order by stack_down / the trap ----
-S1_PID= S2_PID= F1_PID= F2_PID= LOOP1= LOOP2= MOUNTED=0 FLOOD_PID= SAMPLER_PID=
+S1_PID= S2_PID= F1_PID= F2_PID= LOOP1= LOOP2= MOUNTED=0 FLOOD_PID= SAMPLER_PID= LOOP2_SCHED=
 CONN1= CONN2=
 
 kill_wait ()    # PID: TERM, then KILL after 10 s; only our own children
@@ -198,8 +211,16 @@ stack_up ()
     args=()
     # shellcheck disable=SC2206
     [ -n "${PRE_FILTERS:-}" ] && args=($PRE_FILTERS)
-    if [ "$sched" = plain ]; then
+    if [ "$sched" = qemu-nbd ]; then
+        :
+    elif [ "${sched%%:*}" = plain ]; then
         args+=(file "$LOOP1")
+        if [ "$sched" != "${sched#*:}" ]; then
+            local kv
+            local IFS=,
+            for kv in ${sched#*:}; do args+=("$kv"); done
+            unset IFS
+        fi
     else
         # NAME:k=v,k=v -> deadline-scheduler=NAME deadline-k=v ...
         args+=(--filter="$FILTER" file "$LOOP1" deadline-scheduler="${sched%%:*}")
@@ -213,7 +234,12 @@ stack_up ()
         # shellcheck disable=SC2206
         [ -n "$EXTRA" ] && args+=($EXTRA)
     fi
-    $NBDKIT -f -v --unix "$tmp/s2.sock" "${args[@]}" 2>"$tmp/$tag.s2.log" &
+    if [ "$sched" = qemu-nbd ]; then
+        qemu-nbd --format=raw --cache=none --aio=io_uring --persistent --shared=8 \
+            --socket="$tmp/s2.sock" "$LOOP1" 2>"$tmp/$tag.s2.log" &
+    else
+        $NBDKIT -f -v --unix "$tmp/s2.sock" "${args[@]}" 2>"$tmp/$tag.s2.log" &
+    fi
     S2_PID=$!
     wait_for "$tmp/s2.sock" 20
     # shellcheck disable=SC2086
@@ -228,7 +254,10 @@ stack_up ()
         echo "$FUSE_BG" > /sys/fs/fuse/connections/"$conn"/congestion_threshold
     fi
     LOOP2=$(losetup --direct-io=on -f --show "$tmp/m2/disk")
-    echo none > /sys/block/"${LOOP2#/dev/}"/queue/scheduler
+    # the client's device: scheduler none only under the filter (the
+    # baselines keep the kernel's default); which one, for the table
+    ss_is_baseline "$sched" || echo none > /sys/block/"${LOOP2#/dev/}"/queue/scheduler
+    LOOP2_SCHED=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/block/"${LOOP2#/dev/}"/queue/scheduler)
 }
 
 mount_fs ()
@@ -315,6 +344,8 @@ flood_start ()
 }
 
 # ---- the fixture: filesystem, tree, flood file -----------------------
+commit=$(git -C "$here/.." describe --always --dirty --abbrev=10 2>/dev/null || echo '?')
+echo "amiw: command: $cmdline; commit $commit" >&2
 echo "amiw: slowdisk $SLOWDISK_ARGS; $NFILES files; flood ${FLOOD_MB} MiB; runs $RUNS; schedulers: $SCHEDS" >&2
 t0=$(now)
 stack_up setup plain
@@ -331,7 +362,7 @@ kib=$(du -sk "$tmp/m3/tree" | cut -f1)
 stack_down
 echo "amiw: fixture ready ($nfiles files, $kib KiB) in $(awk -v a="$t0" -v b="$(now)" 'BEGIN{printf "%.0f", b-a}') s" >&2
 
-declare -A idle flood
+declare -A idle flood upper
 for run in $(seq "$RUNS"); do
     for s in $SCHEDS; do
         # The idle and the flood cat each get a fresh stack, so that the
@@ -342,6 +373,7 @@ for run in $(seq "$RUNS"); do
         i=$(time_cat)
         stack_down
         stack_up "$s.$run" "$s"
+        upper[$s]=$LOOP2_SCHED
         mount_fs
         drop_caches
         flood_start
@@ -363,6 +395,15 @@ for run in $(seq "$RUNS"); do
         echo "amiw: run $run $s: idle $i s, under flood $f s" >&2
     done
 done
+
+# spread of a list: "[min-max]"; a ">T" entry counts as T, marked ">"
+spread ()
+{
+    local gt=
+    case " $* " in *" >"*) gt=">" ;; esac
+    echo "$@" | tr ' ' '\n' | sed '/^$/d' | tr -d '>' | sort -g | awk -v gt="$gt" '
+        { v[NR] = $1 + 0 } END { printf "[%.2f-%s%.2f]", v[1], gt, v[NR] }'
+}
 
 # median of a list; a ">T" entry counts as T and marks the result ">"
 median ()
@@ -387,15 +428,22 @@ table ()
     for s in $SCHEDS; do
         [ -z "$ref" ] && [ "${s%%:*}" = deadline ] && ref=$(median ${flood[$s]})
     done
-    printf "%-40s %10s %12s %10s %12s\n" scheduler "idle_cat_s" "flood_cat_s" "flood/idle" "vs_deadline"
+    echo "amiw: command: $cmdline"
+    echo "commit: $commit (one build for every row); $(date -u '+%F %T') UTC; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+    [ "$RUNS" -ge 3 ] || echo "NOT A RESULT: $RUNS run(s) per scheduler (a result needs -r 3 or more); a format check only"
+    # (tests/amiw/test-amiw.sh reads columns 1 and 3: scheduler, flood median)
+    printf "%-40s %10s %12s %-17s %-13s %10s %12s  %s\n" scheduler "idle_cat_s" "flood_cat_s" \
+        "flood[min-max]" "idle[min-max]" "flood/idle" "vs_deadline" "upper loop scheduler"
     for s in $SCHEDS; do
         mi=$(median ${idle[$s]})
         mf=$(median ${flood[$s]})
-        printf "%-40s %10s %12s %10s %12s\n" "$s" "$mi" "$mf" \
+        printf "%-40s %10s %12s %-17s %-13s %10s %12s  %s\n" "$s" "$mi" "$mf" \
+            "$(spread ${flood[$s]})" "$(spread ${idle[$s]})" \
             "$(awk -v a="${mf#>}" -v b="${mi#>}" 'BEGIN{printf "%.1fx", a/b}')" \
-            "$( [ -n "$ref" ] && awk -v a="${mf#>}" -v b="${ref#>}" 'BEGIN{printf "%.1fx", a/b}' || echo -)"
+            "$( [ -n "$ref" ] && awk -v a="${mf#>}" -v b="${ref#>}" 'BEGIN{printf "%.1fx", a/b}' || echo -)" \
+            "${upper[$s]}$(ss_is_baseline "$s" && echo " (kernel default)" || echo " (set by the script)")"
     done
-    echo "(medians of $RUNS runs; $nfiles files, $kib KiB; flood: $flood_desc; slowdisk $SLOWDISK_ARGS${DEPTH:+; deadline-depth=$DEPTH})"
+    echo "(medians of $RUNS runs, spread [min-max] beside; $nfiles files, $kib KiB; flood: $flood_desc; slowdisk $SLOWDISK_ARGS${DEPTH:+; deadline-depth=$DEPTH})"
     echo "raw (s): $(for s in $SCHEDS; do printf '%s idle[%s] flood[%s]; ' "$s" "${idle[$s]% }" "${flood[$s]% }"; done)"
 }
 

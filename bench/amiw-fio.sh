@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # nbd-deadline: synthetic AMIW with fio's nbd engine on the slow disk.
 #
-#   sudo bench/amiw-fio.sh [-c "CONFIG ..."] [-t SECONDS] [-d RESULTS_DIR] [-x]
+#   sudo bench/amiw-fio.sh [-c "CONFIG ..."] [-t SECONDS] [-r RUNS] [-d RESULTS_DIR] [-x]
 #
 # The stack of bench/slowstack.sh (the slowdisk plugin, one modelled
 # spindle -> nbdfuse -> loop with direct I/O -> nbdkit -t 128 [the
 # deadline filter's direct path] file /dev/loopA), a fresh empty disk
 # for every configuration, driven by fio's nbd engine, one connection
-# per job.  For every configuration, in turn (SECONDS each, 15):
+# per job.  RUNS times (3), and in each run for every configuration in
+# turn (interleaved, so that drift hits all alike; SECONDS each, 15):
 #   write-only    a 1 MiB sequential writer at depth 32 (offset 2 GiB);
 #   mixed-rand    the same writer + a 4 KiB random reader at depth 1
 #                 (over the first GiB): read latency p50/p99/max, write MiB/s;
@@ -15,9 +16,11 @@
 #                 `cat` pattern: each read depends on the last);
 #   with -x also  mixed-deep: the writer + 4 KiB random reads at depth 32
 #                 (no dependent reads: anticipation must change nothing).
-# Prints one table; keeps in RESULTS_DIR (default ./amiw-fio-results)
+# Prints one table, every figure the median of the runs with its spread
+# [min-max] beside it (fewer than 3 runs: NOT A RESULT), under the
+# command and the commit (one build for every row); keeps in RESULTS_DIR (default ./amiw-fio-results)
 # fio's JSON output and per-I/O latency logs of the readers
-# (CONFIG.KIND_clat.N.log), the table (table.txt), and PNG plots drawn
+# (CONFIG.KIND.RUN_clat.N.log; the plots draw run 1's), the table (table.txt), and PNG plots drawn
 # with gnuplot:
 #   latency-cdf-rand.png, latency-cdf-seq.png   distribution of read
 #       latency per configuration (cumulative, log scale);
@@ -26,19 +29,22 @@
 #
 # -p: no runs, only the table and plots again from RESULTS_DIR (same -c, -t).
 # CONFIG as in bench/amiw-vm.sh (deadline, elevator, noop, plain,
-# NAME:k=v,..., LABEL=CONFIG); default the issue 8 set.  Env: FILTER,
+# plain:k=v, qemu-nbd, NAME:k=v,..., LABEL=CONFIG); default the issue 8
+# set and the baselines (plain, plain cache=none, qemu-nbd if installed).  Env: FILTER,
 # SLOWDISK, SLOWDISK_ARGS ("size=4G"), THREADS (128).  Needs root
 # (loop device, FUSE), fio with the nbd engine, python3, gnuplot (the
 # plots are skipped without it).  About 50 s a configuration.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+cmdline="$0${*:+ $*}"
 # shellcheck source=bench/slowstack.sh
 . "$here/slowstack.sh"
-CONFIGS= SECS=15 RESULTS=$PWD/amiw-fio-results DEEP=0 PLOT_ONLY=0
-while getopts "c:t:d:xp" o; do
+CONFIGS='' SECS=15 RESULTS=$PWD/amiw-fio-results DEEP=0 PLOT_ONLY=0 RUNS=3
+while getopts "c:t:r:d:xp" o; do
     case $o in
         c) CONFIGS=$OPTARG ;; t) SECS=$OPTARG ;; d) RESULTS=$OPTARG ;; x) DEEP=1 ;;
+        r) RUNS=$OPTARG ;;
         p) PLOT_ONLY=1 ;;
         *) sed -n '2,/^set -euo/p' "$0" | grep '^#' >&2; exit 2 ;;
     esac
@@ -53,6 +59,10 @@ die () { echo "amiw-fio: $*" >&2; exit 1; }
 command -v fio >/dev/null && fio --enghelp=nbd >/dev/null 2>&1 || die "needs fio with the nbd engine"
 command -v python3 >/dev/null || die "needs python3"
 for p in nbdfuse fusermount3 losetup; do command -v $p >/dev/null || die "$p not found"; done
+for c in $CONFIGS; do
+    [ "$(ss_spec "$c")" = qemu-nbd ] && { command -v qemu-nbd >/dev/null || die "qemu-nbd not installed (apt-get install qemu-utils)"; }
+done
+commit=$(git -C "$here/.." describe --always --dirty --abbrev=10 2>/dev/null || echo '?')
 
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
@@ -70,9 +80,9 @@ cleanup ()
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-jobfile ()      # KIND LABEL: the fio job for one kind of load
+jobfile ()      # KIND LABEL RUN: the fio job for one kind of load
 {
-    local kind=$1 label=$2
+    local kind=$1 label=$2 run=$3
     cat <<EOF
 [global]
 ioengine=nbd
@@ -92,60 +102,87 @@ EOF
         mixed-seq) printf '[reader]\nrw=read\nbs=16k\niodepth=1\n' ;;
         mixed-deep) printf '[reader]\nrw=randread\nbs=4k\niodepth=32\n' ;;
     esac
-    printf 'offset=0\nsize=1g\nwrite_lat_log=%s\nlog_avg_msec=0\n' "$RESULTS/$label.$kind"
+    printf 'offset=0\nsize=1g\nwrite_lat_log=%s\nlog_avg_msec=0\n' "$RESULTS/$label.$kind.$run"
 }
 
 kinds="write-only mixed-rand mixed-seq"
 [ "$DEEP" = 1 ] && kinds="$kinds mixed-deep"
 labels=()
-echo "amiw-fio: slowdisk $SLOWDISK_ARGS; ${SECS} s per load; nbdkit -t $THREADS; results in $RESULTS" >&2
-for c in $CONFIGS; do
-    l=$(ss_label "$c"); s=$(ss_spec "$c"); labels+=("$l")
-    [ "$PLOT_ONLY" = 1 ] && continue
-    for k in $kinds; do
-        rm -f "$data"; truncate -s 0 "$data"
-        ss_up "$l.$k" "$s" "$data" || die "$l: the stack did not come up"
-        rm -f "$RESULTS/$l.${k}"_*.log
-        jobfile "$k" "$l" > "$RESULTS/$l.$k.fio"
-        fio --output-format=json --output="$RESULTS/$l.$k.json" "$RESULTS/$l.$k.fio" \
-            > "$SS_DIR/$l.$k.fio.out" 2>&1 || die "$l $k: fio failed: $(tail -3 "$SS_DIR/$l.$k.fio.out")"
-        ss_down
-        grep -h "deadline stats (exit)" "$SS_DIR/$l.$k.s2.log" |
-            sed 's/.*deadline stats/deadline stats/' > "$RESULTS/$l.$k.stats" || true
-        echo "amiw-fio: $l $k done" >&2
+echo "amiw-fio: command: $cmdline; commit $commit" >&2
+echo "amiw-fio: slowdisk $SLOWDISK_ARGS; ${SECS} s per load; $RUNS runs; nbdkit -t $THREADS; results in $RESULTS" >&2
+for c in $CONFIGS; do labels+=("$(ss_label "$c")"); done
+if [ "$PLOT_ONLY" = 0 ]; then
+    rm -f "$RESULTS"/*.json "$RESULTS"/*_clat.*.log
+    for run in $(seq "$RUNS"); do
+        for c in $CONFIGS; do
+            l=$(ss_label "$c"); s=$(ss_spec "$c")
+            for k in $kinds; do
+                t=$l.$k.$run
+                rm -f "$data"; truncate -s 0 "$data"
+                ss_up "$t" "$s" "$data" || die "$l: the stack did not come up"
+                jobfile "$k" "$l" "$run" > "$RESULTS/$t.fio"
+                fio --output-format=json --output="$RESULTS/$t.json" "$RESULTS/$t.fio" \
+                    > "$SS_DIR/$t.fio.out" 2>&1 || die "$l $k: fio failed: $(tail -3 "$SS_DIR/$t.fio.out")"
+                ss_down
+                grep -h "deadline stats (exit)" "$SS_DIR/$t.s2.log" |
+                    sed 's/.*deadline stats/deadline stats/' > "$RESULTS/$t.stats" || true
+                echo "amiw-fio: run $run $l $k done" >&2
+            done
+        done
     done
-done
+    {
+        echo "amiw-fio: command: $cmdline"
+        echo "commit: $commit (one build for every row); $(date -u '+%F %T') UTC; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+        echo "configs: $(for c in $CONFIGS; do printf '%s=%s ' "$(ss_label "$c")" "$(ss_spec "$c")"; done)"
+    } > "$RESULTS/header.txt"
+fi
 
-python3 - "$RESULTS" "$SECS" "$kinds" "${labels[@]}" > "$RESULTS/table.txt" <<'PY'
-import json, sys
-res, secs, kinds, labels = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4:]
-def load(l, k):
-    d = json.load(open("%s/%s.%s.json" % (res, l, k)))
+python3 - "$RESULTS" "$SECS" "$kinds" "$RUNS" "${labels[@]}" > "$RESULTS/table.txt" <<'PY'
+import json, os, sys
+res, secs, kinds, runs, labels = sys.argv[1], sys.argv[2], sys.argv[3].split(), int(sys.argv[4]), sys.argv[5:]
+def load(l, k, r):
+    d = json.load(open("%s/%s.%s.%d.json" % (res, l, k, r)))
     return {j['jobname']: j for j in d['jobs']}
 def rd(j):
     r = j['reader']['read']; p = r['clat_ns'].get('percentile', {})
     return r['iops'], p.get('50.000000', 0) / 1e6, p.get('99.000000', 0) / 1e6, r['clat_ns']['max'] / 1e6
 def wr(j): return j['writer']['write']['bw'] / 1024
-hdr = ("%-15s | %8s %8s %8s %7s | %7s %8s %8s %7s | %7s %8s" %
-       ("config", "rnd_p50", "rnd_p99", "rnd_max", "W_MiBs", "seq_r/s", "seq_p50", "seq_p99", "W_MiBs",
-        "W_only", "Wmix/only"))
-print("fio nbd engine on the slow disk, %s s per load; latencies in ms, W = the 1 MiB depth-32 writer" % secs)
-print("%-15s | %-34s | %-34s | %s" % ("", "4 KiB random reader, depth 1", "16 KiB sequential reader, depth 1", "writer alone"))
-print(hdr)
-rows = {}
+def med(v):
+    v = sorted(v); n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+def cell(v, w=17):
+    # the median and [min-max] of one figure over the runs
+    f = lambda x: "%.0f" % x if abs(x) >= 100 else "%.1f" % x
+    return ("%s [%s-%s]" % (f(med(v)), f(min(v)), f(max(v)))).rjust(w)
+if os.path.exists(res + "/header.txt"):
+    print(open(res + "/header.txt").read().rstrip())
+if runs < 3:
+    print("NOT A RESULT: %d run(s) per configuration (a result needs -r 3 or more); a format check only" % runs)
+print("fio nbd engine on the slow disk, %s s per load; median [min-max] of %d runs; latencies in ms, W = the 1 MiB depth-32 writer" % (secs, runs))
+cols = ["rnd_p50", "rnd_p99", "rnd_max", "W_MiBs", "seq_r/s", "seq_p50", "seq_p99", "W_MiBs", "W_only", "Wmix/only%"]
+print("%-15s | %s" % ("", "4 KiB random reader, depth 1 (rnd_*, W beside it); 16 KiB sequential reader, depth 1 (seq_*, W beside it); writer alone"))
+print("%-15s |%s" % ("config", "".join(c.rjust(18) for c in cols)))
 for l in labels:
-    wo = wr(load(l, 'write-only'))
-    a = load(l, 'mixed-rand'); b = load(l, 'mixed-seq')
-    ri = rd(a); si = rd(b)
-    print("%-15s | %8.1f %8.1f %8.1f %7.1f | %7.1f %8.1f %8.1f %7.1f | %7.1f %7.0f%%" %
-          (l, ri[1], ri[2], ri[3], wr(a), si[0], si[1], si[2], wr(b), wo, 100 * wr(a) / wo if wo else 0))
+    fig = [[] for _ in cols]
+    for r in range(1, runs + 1):
+        wo = wr(load(l, 'write-only', r))
+        a = load(l, 'mixed-rand', r); b = load(l, 'mixed-seq', r)
+        ri = rd(a); si = rd(b)
+        for i, x in enumerate([ri[1], ri[2], ri[3], wr(a), si[0], si[1], si[2], wr(b), wo,
+                               100 * wr(a) / wo if wo else 0]):
+            fig[i].append(x)
+    print("%-15s |%s" % (l, "".join(" " + cell(v) for v in fig)))
 if 'mixed-deep' in kinds:
     print()
     print("%-15s | %s" % ("", "4 KiB random reads at depth 32 + the writer"))
-    print("%-15s | %8s %8s %8s %8s" % ("config", "r_iops", "p50", "p99", "W_MiBs"))
+    print("%-15s |%s" % ("config", "".join(c.rjust(18) for c in ["r_iops", "p50", "p99", "W_MiBs"])))
     for l in labels:
-        c = load(l, 'mixed-deep'); ri = rd(c)
-        print("%-15s | %8.1f %8.1f %8.1f %8.1f" % (l, ri[0], ri[1], ri[2], wr(c)))
+        fig = [[] for _ in range(4)]
+        for r in range(1, runs + 1):
+            c = load(l, 'mixed-deep', r); ri = rd(c)
+            for i, x in enumerate([ri[0], ri[1], ri[2], wr(c)]):
+                fig[i].append(x)
+        print("%-15s |%s" % (l, "".join(" " + cell(v) for v in fig)))
 PY
 cat "$RESULTS/table.txt"
 
@@ -154,7 +191,7 @@ command -v gnuplot >/dev/null || { echo "amiw-fio: gnuplot not installed: no plo
 # and the time series, in ms.
 for l in "${labels[@]}"; do
     for k in rand seq; do
-        f=$(ls "$RESULTS/$l.mixed-$k"_clat.*.log 2>/dev/null | head -1)
+        f=$(ls "$RESULTS/$l.mixed-$k.1"_clat.*.log 2>/dev/null | head -1)
         [ -n "$f" ] || continue
         awk -F', *' '{ printf "%.3f %.3f\n", $1 / 1000, $2 / 1e6 }' "$f" > "$SS_DIR/$l.$k.ts"
         cut -d' ' -f2 "$SS_DIR/$l.$k.ts" | sort -g |

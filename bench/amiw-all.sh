@@ -5,7 +5,9 @@
 #
 # On the slow-disk fixture, for the configurations of issue 8 (seed-exact
 # deadline: anticipate=0 preempt=off; anticipation alone; preemption
-# alone; both; elevator; noop; plain nbdkit file), in turn:
+# alone; both; elevator; noop) and the baselines (plain nbdkit file,
+# plain cache=none, qemu-nbd --cache=none --aio=io_uring if installed),
+# every part RUNS times (3; medians with their spread), in turn:
 #   1. the kernel NBD client in a qemu guest (bench/amiw-vm.sh): cat of
 #      small files idle, under a dd flood and under dbench, and the
 #      write MiB/s of the flood alone and under the mixed load;
@@ -16,23 +18,29 @@
 # Then prints every table again, together, and writes them to
 # RESULTS_DIR/tables.txt (default ./amiw-results).  A part that cannot
 # run here (no qemu, no FUSE...) is reported and skipped.  -q: one run,
-# fewer files, shorter fio loads (about 40 minutes instead of ~70).
+# fewer files, shorter fio loads: a format check, whose tables say NOT A
+# RESULT.  The command and the commit head tables.txt: one build.
 # Env as for the parts (FILTER, SLOWDISK; the VM part's slow disk is
 # "size=4G rate=20M", see tests/vm/README).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+cmdline="$0${*:+ $*}"
 . "$here/slowstack.sh"
-QUICK=0 RESULTS=$PWD/amiw-results RUNS=1
+QUICK=0 RESULTS=$PWD/amiw-results RUNS=3
 while getopts "qd:r:" o; do
     case $o in
-        q) QUICK=1 ;; d) RESULTS=$OPTARG ;; r) RUNS=$OPTARG ;;
+        q) QUICK=1 RUNS=1 ;; d) RESULTS=$OPTARG ;; r) RUNS=$OPTARG ;;
         *) sed -n '2,/^set -uo/p' "$0" | grep '^#' >&2; exit 2 ;;
     esac
 done
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
-: > "$RESULTS/tables.txt"
+{
+    echo "amiw-all: command: $cmdline"
+    echo "commit: $(git -C "$here/.." describe --always --dirty --abbrev=10 2>/dev/null || echo '?') (every part from this build); $(date -u '+%F %T') UTC"
+    [ "$RUNS" -ge 3 ] || echo "NOT A RESULT: $RUNS run(s) per configuration (a result needs -r 3 or more)"
+} > "$RESULTS/tables.txt"
 
 # amiw.sh names a configuration by its spec (no LABEL=)
 specs=$(for c in $SS_CONFIGS_DEFAULT; do ss_spec "$c"; done | tr '\n' ' ')
@@ -60,8 +68,7 @@ part "nbdfuse client: AMIW under dd" \
 part "nbdfuse client: AMIW under dbench" \
     "$here/amiw.sh" -W dbench -r "$RUNS" -n "$NF" -s "$specs"
 part "fio nbd engine: synthetic AMIW" \
-    "$here/amiw-fio.sh" -t "$FIOSECS" -d "$RESULTS/fio" \
-    -c "$SS_CONFIGS_DEFAULT plain-nocache=plain:cache=none"
+    "$here/amiw-fio.sh" -t "$FIOSECS" -r "$RUNS" -d "$RESULTS/fio"
 
 echo "======== all tables (also in $RESULTS/tables.txt)"
 cat "$RESULTS/tables.txt"

@@ -16,13 +16,22 @@
 #
 # Configurations: the seed (anticipate=0 preempt=off), each mechanism
 # alone, the defaults (both), the defaults before 256 KiB units and
-# preempt-min 16, and elevator.  Run from the top of a built
-# tree (run-tests or run-export build in build/).  SLOWDISK_ARGS
-# changes the disk (default "size=4G"; see slowdisk.pod), e.g.
+# preempt-min 16, elevator, and the baseline: the slow disk served
+# without the filter (nbdkit slowdisk alone, no scheduler).  Every
+# figure is the median of RUNS runs (env, default 3; fewer marks the
+# tables NOT A RESULT) with its spread [min-max] beside it; the runs
+# are interleaved across the configurations, so that drift hits all
+# alike.  The first lines name the command and the commit (one build
+# for every row).  Run from the top of a built tree (run-tests or
+# run-export build in build/).  SLOWDISK_ARGS changes the disk (default
+# "size=4G"; see slowdisk.pod), e.g.
 # SLOWDISK_ARGS="size=4G rate=150M seek-ms=12 wcache=32M".
-set -u
+set -euo pipefail
+shopt -s inherit_errexit
 
+cmdline="$0${*:+ $*}"
 secs=${1:-15}
+runs=${RUNS:-3}
 disk=${SLOWDISK_ARGS:-size=4G}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/slowstack.sh
@@ -38,13 +47,14 @@ command -v python3 >/dev/null || { echo "bench-antic: needs python3" >&2; exit 1
 tmp=$(mktemp -d /tmp/bench-antic.XXXXXX)
 pid=
 cleanup () {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || :; wait "$pid" 2>/dev/null || :; fi
     rm -rf "$tmp"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 jobfile () {                    # $1: reader rw, $2: bs, $3: depth
-    cat > "$tmp/job.fio" <<EOF
+    cat > "$tmp/job.fio" <<EOT
 [global]
 ioengine=nbd
 uri=nbd+unix:///?socket=$tmp/sock
@@ -62,50 +72,83 @@ bs=$2
 iodepth=$3
 offset=0
 size=512m
-EOF
+EOT
 }
 
-row () {                        # $1: label, rest: filter parameters
-    local label=$1; shift
+# one_run OUT PARAMS...: nbdkit with PARAMS (the filter's, or "nofilter"
+# for the slow disk alone), fio's JSON into OUT; a failure stops us
+one_run () {
+    local out=$1; shift
+    local args=(--filter="$filter")
+    [ "${1:-}" = nofilter ] && { args=(); shift; }
     rm -f "$tmp/sock"
     # shellcheck disable=SC2086 # $disk is a list of plugin parameters
-    nbdkit -f -U "$tmp/sock" --filter="$filter" "$slowdisk" $disk "$@" \
+    nbdkit -f -U "$tmp/sock" "${args[@]}" "$slowdisk" $disk "$@" \
         2>"$tmp/nbdkit.log" &
     pid=$!
     for _ in $(seq 50); do [ -S "$tmp/sock" ] && break; sleep 0.1; done
-    fio --output-format=json "$tmp/job.fio" 2>/dev/null |
-        sed -n '/^{/,$p' > "$tmp/out.json"
-    kill "$pid"; wait "$pid" 2>/dev/null; pid=
-    python3 - "$label" "$tmp/out.json" <<'PY'
-import json, sys
-jobs = {j['jobname']: j for j in json.load(open(sys.argv[2]))['jobs']}
-r, w = jobs['reader']['read'], jobs['writer']['write']
-p = r['clat_ns']['percentile']
-print("%-30s %9.1f %10.1f %10.1f %10.1f" % (sys.argv[1], r['iops'],
-      p['50.000000'] / 1e6, p['99.000000'] / 1e6, w['bw'] / 1024))
-PY
+    [ -S "$tmp/sock" ] || { echo "bench-antic: nbdkit did not start: $(cat "$tmp/nbdkit.log")" >&2; exit 1; }
+    fio --output-format=json --output="$out" "$tmp/job.fio" > "$tmp/fio.out" 2>&1 ||
+        { echo "bench-antic: fio failed: $(tail -3 "$tmp/fio.out")" >&2; exit 1; }
+    kill "$pid"; wait "$pid" 2>/dev/null || :; pid=
 }
 
-table () {
-    printf '%-30s %9s %10s %10s %10s\n' configuration reads/s 'p50 ms' 'p99 ms' 'write MiB/s'
-    row "seed (anticipate=0 preempt=off)" deadline-anticipate=0 deadline-preempt=off
-    row "anticipation alone" deadline-preempt=off
-    row "preemption alone" deadline-anticipate=0
-    row "defaults (both)"
-    row "both, 1M units, preempt-min 32" deadline-max-merge=1M deadline-preempt-min=32
-    row "elevator" deadline-scheduler=elevator
+# section TITLE READER_RW BS DEPTH ROW...: ROW is "label|params"; every
+# row RUNS times, interleaved, then the table of medians and spreads
+section () {
+    local title=$1 rw=$2 bs=$3 depth=$4 r i row label params
+    shift 4
+    jobfile "$rw" "$bs" "$depth"
+    echo "== $title"
+    for (( r = 1; r <= runs; r++ )); do
+        i=0
+        for row in "$@"; do
+            i=$((i + 1))
+            IFS='|' read -r label params <<< "$row"
+            # shellcheck disable=SC2086 # params is a list of filter parameters
+            one_run "$tmp/row$i.run$r.json" $params
+            echo "bench-antic: $title: run $r: $label" >&2
+        done
+    done
+    python3 - "$tmp" "$runs" "$@" <<'PY'
+import json, sys
+tmp, runs, rows = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def med(v):
+    v = sorted(v); n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+def cell(v):
+    return "%9.1f %-15s" % (med(v), "[%.1f-%.1f]" % (min(v), max(v)))
+print("%-34s %s" % ("configuration", " ".join("%9s %-15s" % (n, "[min-max]")
+                   for n in ("reads/s", "p50 ms", "p99 ms", "write MiB/s"))))
+for i, row in enumerate(rows, 1):
+    figs = [[], [], [], []]
+    for r in range(1, runs + 1):
+        jobs = {j['jobname']: j for j in json.load(open("%s/row%d.run%d.json" % (tmp, i, r)))['jobs']}
+        rd, wr = jobs['reader']['read'], jobs['writer']['write']
+        p = rd['clat_ns']['percentile']
+        for f, x in zip(figs, (rd['iops'], p['50.000000'] / 1e6, p['99.000000'] / 1e6, wr['bw'] / 1024)):
+            f.append(x)
+    print("%-34s %s" % (row.split('|')[0], " ".join(cell(f) for f in figs)))
+PY
+    echo
 }
-echo "slow disk: $disk (filter defaults unless named)"
-echo "== dependent reader: sequential 16 KiB at depth 1, ${secs} s each"
-jobfile read 16k 1
-table
+
+seed="seed (anticipate=0 preempt=off)|deadline-anticipate=0 deadline-preempt=off"
+defaults="defaults (both)|"
+echo "bench-antic: command: $cmdline"
+echo "commit: $(git -C "$here/.." describe --always --dirty --abbrev=10 2>/dev/null || echo '?') (one build for every row); $(date -u '+%F %T') UTC; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "slow disk: $disk (filter defaults unless named); ${secs} s per load; median [min-max] of $runs runs"
+[ "$runs" -ge 3 ] || echo "NOT A RESULT: $runs run(s) per configuration (a result needs RUNS >= 3); a format check only"
 echo
-echo "== no dependent reads: random 4 KiB at depth 32"
-jobfile randread 4k 32
-row "seed (anticipate=0 preempt=off)" deadline-anticipate=0 deadline-preempt=off
-row "defaults (both)"
-echo
-echo "== dependent but random: random 4 KiB at depth 1"
-jobfile randread 4k 1
-row "seed (anticipate=0 preempt=off)" deadline-anticipate=0 deadline-preempt=off
-row "defaults (both)"
+section "dependent reader: sequential 16 KiB at depth 1" read 16k 1 \
+    "$seed" \
+    "anticipation alone|deadline-preempt=off" \
+    "preemption alone|deadline-anticipate=0" \
+    "$defaults" \
+    "both, 1M units, preempt-min 32|deadline-max-merge=1M deadline-preempt-min=32" \
+    "elevator|deadline-scheduler=elevator" \
+    "no filter (slowdisk alone)|nofilter"
+section "no dependent reads: random 4 KiB at depth 32" randread 4k 32 \
+    "$seed" "$defaults" "no filter (slowdisk alone)|nofilter"
+section "dependent but random: random 4 KiB at depth 1" randread 4k 1 \
+    "$seed" "$defaults" "no filter (slowdisk alone)|nofilter"

@@ -192,7 +192,13 @@ vm_run ()
         echo "$line" >> "$tmp/$tag.console"
         case $line in
             AMIW-MARK*) ss_stats > "$tmp/$tag.${line#AMIW-MARK }" ;;
-            AMIW-SYNC*) sync; echo 3 > /proc/sys/vm/drop_caches; echo go >&4 ;;
+            AMIW-SYNC*) sync
+                        # (set -e does not reach here: vm_run runs in $(...))
+                        if ! echo 3 > /proc/sys/vm/drop_caches; then
+                            echo "amiw-vm: $tag: dropping the host's page cache failed: the run would be invalid" >&2
+                            break
+                        fi
+                        echo go >&4 ;;
             AMIW-RESULT*) echo "${line#AMIW-RESULT }"
                           # then unmount and power off; do not wait long
                           limit=$(( $(date +%s) + 45 )) ;;

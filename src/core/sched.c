@@ -61,6 +61,19 @@ dl_sched_set_tunables (struct dl_sched *s, const struct dl_tunables *t,
    */
   if (t->policy != s->t.policy)
     s->batching = false;
+  /* A seed batch not yet dispatched goes back to the queues when the
+   * policy changes or seed batches end.
+   */
+  if (t->policy != s->t.policy || !t->seed_batches) {
+    struct dl_req *u;
+
+    while ((u = TAILQ_FIRST (&s->batch)) != NULL) {
+      TAILQ_REMOVE (&s->batch, u, fifo_link);
+      s->batch_n--;
+      hazard_busy_remove (s, u);
+      unit_relink (s, u);
+    }
+  }
   if (t->anticipate_ns == 0)
     s->antic.on = false;
   s->t = *t;

@@ -121,6 +121,8 @@ random_insert (struct model *m, uint32_t align)
    * the previous request (a sequential stream, which merges).
    */
   len = (1 + pick (8)) * (pick (4) ? 4096 : 512);
+  if (pick (16) == 0)
+    len = (1 + pick (8)) * 65536;       /* large: the size cost counts */
   if (pick (3) == 0)
     off = last_end;
   else

@@ -78,7 +78,8 @@ struct dl_tunables {
   uint32_t writes_starved;      /* read batches while writes wait, default 2 */
   bool front_merges;            /* default true */
   uint64_t max_merge;           /* bytes per merged unit, default 256 KiB; 0 = no merging */
-  /* Beyond the seed (anticipate 0 and preempt off = the seed): */
+  /* Beyond the seed (off in profile seed, with write_expire 0, size_cost
+   * off, seed_batches on and max_merge 255 sectors: tunable.c): */
   uint64_t anticipate_ns;       /* longest idle wait for a dependent reader,
                                    default 20 ms; 0 = off */
   bool preempt;                 /* a read may end a write batch early

@@ -33,7 +33,7 @@
  * taken from the head stopped; and the size of a unit costs nothing
  * (size_cost off).
  *
- * Beyond the seed (both on by default; off, the seed exactly): a read
+ * Beyond the seed (both on by default, off in profile seed): a read
  * of a reader that waits for each read (cat; antic_read_preempts) may
  * preempt a write batch (continue_batch), writes take at most half of
  * the device while such a reader is about (write_held), and a read batch
@@ -96,7 +96,7 @@ continue_batch (struct dl_sched *s)
  * back, and the rule is gone as soon as the reader is: a write flood
  * alone keeps every slot.  (The kernel's writeback throttling lowers
  * the write depth when reads suffer, for the same reason.)  Part of
- * preemption: off with it, so the seed's behaviour stays exact.
+ * preemption: off with it (profile seed).
  */
 #define READER_RECENT_NS (100 * 1000000ULL)
 

@@ -78,13 +78,19 @@ struct dl_tunables {
   uint32_t writes_starved;      /* read batches while writes wait, default 2 */
   bool front_merges;            /* default true */
   uint64_t max_merge;           /* bytes per merged unit, default 256 KiB; 0 = no merging */
-  /* Beyond the seed (anticipate 0 and preempt off = the seed): */
+  /* Beyond the seed (off in profile seed, with write_expire 0, size_cost
+   * off, seed_batches on and max_merge 255 sectors: tunable.c): */
   uint64_t anticipate_ns;       /* longest idle wait for a dependent reader,
                                    default 20 ms; 0 = off */
   bool preempt;                 /* a read may end a write batch early
                                    (default on) ... */
   uint32_t preempt_min;         /* ... once it has spent this many cost
                                    units (default 16) */
+  /* Beyond the seed too (profile seed turns both off/on as the seed): */
+  bool size_cost;               /* a unit costs 1 more per further 128 KiB
+                                   (default on; the seed: off) */
+  bool seed_batches;            /* batches as the 2002 patch forms them
+                                   (select.c; default off, the seed: on) */
 };
 
 /* Counters.  Monotonic unless marked gauge. */
@@ -185,6 +191,17 @@ int dl_tunable_get (const struct dl_tunables *t, const char *key,
                     char *buf, size_t len);
 /* NULL-terminated list of tunable names (with underscores). */
 extern const char *const dl_tunable_names[];
+
+/* Profiles: a preset of every tunable but the scheduler (policy).
+ * "default" is dl_tunables_default; "seed" is the 2002 patch exactly
+ * (tunable.c).  dl_tunable_set (t, "profile", name) applies one too;
+ * dl_tunable_get (t, "profile") names the profile that t equals, or
+ * "custom".  Returns 0, or -EINVAL with a one-line reason in err.
+ */
+int dl_tunables_profile (struct dl_tunables *t, const char *name,
+                         char *err, size_t errlen);
+const char *dl_tunables_profile_name (const struct dl_tunables *t);
+extern const char *const dl_profile_names[];
 
 /* "500ms", "1.5s", "250us", "100ns"; a bare number is milliseconds, as
  * in the kernel's sysfs.  0 or -EINVAL.

@@ -19,6 +19,8 @@ enum dl_state {
   DL_S_QUEUED,                  /* unit in sortq + fifo + live tree */
   DL_S_HELD,                    /* unit in held list + live tree (hazard.c) */
   DL_S_FLUSH,                   /* the pending flush unit */
+  DL_S_BATCHED,                 /* unit in the seed's dispatch list + live
+                                   tree (select.c, seed_batches) */
   DL_S_INFLIGHT,                /* unit dispatched (in live tree unless flush) */
   DL_S_MEMBER,                  /* merged into another unit */
   DL_S_DONE,                    /* completed or drained */
@@ -50,6 +52,14 @@ struct dl_sched {
   uint32_t batch_cost;          /* cost units spent by the current batch */
   uint32_t starved;             /* read batches started while writes waited */
   uint64_t head_pos;            /* end of the last unit dispatched */
+  struct dl_list batch;         /* seed_batches: the batch chosen when it
+                                   started (the seed's dispatch list) */
+  uint64_t batch_n;             /* ... units in it */
+  struct {                      /* seed_batches: the head of the seed's
+                                   sort_list, as (offset, seq) */
+    bool valid;                 /* false: the list emptied since */
+    uint64_t off, seq;
+  } seed_head[2];
   uint64_t last_end[2];         /* ... and per direction */
   uint64_t last_preempting_ns;  /* last arrival or completion of a read
                                    that may preempt (write_held) */

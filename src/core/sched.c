@@ -35,6 +35,7 @@ dl_sched_new (const struct dl_tunables *t, uint32_t align)
   RB_INIT (&s->late[DL_WRITE]);
   RB_INIT (&s->busy);
   TAILQ_INIT (&s->held);
+  TAILQ_INIT (&s->batch);
   return s;
 }
 
@@ -60,6 +61,19 @@ dl_sched_set_tunables (struct dl_sched *s, const struct dl_tunables *t,
    */
   if (t->policy != s->t.policy)
     s->batching = false;
+  /* A seed batch not yet dispatched goes back to the queues when the
+   * policy changes or seed batches end.
+   */
+  if (t->policy != s->t.policy || !t->seed_batches) {
+    struct dl_req *u;
+
+    while ((u = TAILQ_FIRST (&s->batch)) != NULL) {
+      TAILQ_REMOVE (&s->batch, u, fifo_link);
+      s->batch_n--;
+      hazard_busy_remove (s, u);
+      unit_relink (s, u);
+    }
+  }
   if (t->anticipate_ns == 0)
     s->antic.on = false;
   s->t = *t;
@@ -83,6 +97,14 @@ void
 unit_relink (struct dl_sched *s, struct dl_req *u)
 {
   u->state = DL_S_QUEUED;
+  /* The seed's sort_list starts where its first request went in after
+   * it was last emptied (select.c, seed_batches).
+   */
+  if (!s->seed_head[u->dir].valid) {
+    s->seed_head[u->dir].valid = true;
+    s->seed_head[u->dir].off = u->unit_offset;
+    s->seed_head[u->dir].seq = u->seq;
+  }
   sortq_insert (s, u);
   fifo_add (s, u);
   s->st.queued[u->dir]++;
@@ -162,8 +184,15 @@ dl_dispatch (struct dl_sched *s, uint64_t now_ns)
     s->st.queued_flushes--;
   }
   else {
-    unit_unlink (s, u);
-    hazard_busy_add (s, u);     /* it still holds overlapping requests */
+    if (u->state == DL_S_BATCHED) {
+      /* Already out of the queues and in the live tree (select.c). */
+      TAILQ_REMOVE (&s->batch, u, fifo_link);
+      s->batch_n--;
+    }
+    else {
+      unit_unlink (s, u);
+      hazard_busy_add (s, u);   /* it still holds overlapping requests */
+    }
     select_account (s, u);
     if (u->dir == DL_READ)
       antic_read_dispatched (s, u);
@@ -199,7 +228,7 @@ uint64_t
 dl_waiting (const struct dl_sched *s)
 {
   return s->st.queued[DL_READ] + s->st.queued[DL_WRITE] + s->st.held +
-    s->st.queued_flushes;
+    s->st.queued_flushes + s->batch_n;
 }
 
 uint64_t
@@ -216,6 +245,11 @@ dl_drain (struct dl_sched *s)
   if ((u = s->pending_flush) != NULL) {
     s->pending_flush = NULL;
     s->st.queued_flushes--;
+  }
+  else if ((u = TAILQ_FIRST (&s->batch)) != NULL) {
+    TAILQ_REMOVE (&s->batch, u, fifo_link);
+    hazard_busy_remove (s, u);
+    s->batch_n--;
   }
   else if ((u = TAILQ_FIRST (&s->held)) != NULL) {
     TAILQ_REMOVE (&s->held, u, fifo_link);

@@ -26,7 +26,14 @@
  *      the oldest is mq-deadline's fix.  Otherwise the sweep continues
  *      from where the last batch of this direction stopped.
  *
- * Beyond the seed (both on by default; off, the seed exactly): a read
+ * With seed_batches (profile seed), rules 1, 3 and 4 are the seed's own
+ * instead (seed_batch below): a batch is chosen whole when it starts and
+ * new arrivals wait for the next one; a batch that is not expired starts
+ * at the head of the seed's sorted list, which is where the last batch
+ * taken from the head stopped; and the size of a unit costs nothing
+ * (size_cost off).
+ *
+ * Beyond the seed (both on by default, off in profile seed): a read
  * of a reader that waits for each read (cat; antic_read_preempts) may
  * preempt a write batch (continue_batch), writes take at most half of
  * the device while such a reader is about (write_held), and a read batch
@@ -89,7 +96,7 @@ continue_batch (struct dl_sched *s)
  * back, and the rule is gone as soon as the reader is: a write flood
  * alone keeps every slot.  (The kernel's writeback throttling lowers
  * the write depth when reads suffer, for the same reason.)  Part of
- * preemption: off with it, so the seed's behaviour stays exact.
+ * preemption: off with it (profile seed).
  */
 #define READER_RECENT_NS (100 * 1000000ULL)
 
@@ -153,10 +160,88 @@ batch_start (struct dl_sched *s, enum dl_dir d, uint64_t now)
   return u ? u : fifo_oldest (s, d);
 }
 
+/* seed_batches: the seed's sort_list.  deadline_add_request inserts a
+ * request after the one the elevator's scan (bio_rq_in_between) names,
+ * else at the tail, so the list is ascending from its head, then wraps
+ * once to the lowest offsets, ascending again (C-LOOK from the head):
+ * a request above the head goes into the first lap, one below it into
+ * the second.  The head is the request that went in first after the
+ * list was last empty (sched.c, unit_relink) until a batch takes it.
+ * Here the sorted queue holds the units by offset, and the list order is
+ * the queue read from the head, wrapping once.  (Equal offsets: by
+ * arrival, where the seed put a request equal to its neighbour after
+ * the wrap; overlapping reads only.)
+ */
+static bool
+seed_second_lap (const struct dl_sched *s, enum dl_dir d, const struct dl_req *u)
+{
+  return u->unit_offset < s->seed_head[d].off ||
+    (u->unit_offset == s->seed_head[d].off && u->seq < s->seed_head[d].seq);
+}
+
+static struct dl_req *
+seed_list_first (struct dl_sched *s, enum dl_dir d)
+{
+  struct dl_req *u = sortq_at_or_after (s, d, s->seed_head[d].off);
+
+  while (u && seed_second_lap (s, d, u))
+    u = sortq_next (u);
+  return u ? u : sortq_first (s, d);
+}
+
+/* The request after u in the list, or NULL at its tail. */
+static struct dl_req *
+seed_list_next (struct dl_sched *s, enum dl_dir d, struct dl_req *u)
+{
+  struct dl_req *n = sortq_next (u);
+
+  if (seed_second_lap (s, d, u))
+    return n && seed_second_lap (s, d, n) ? n : NULL;
+  if (n)
+    return n;
+  n = sortq_first (s, d);       /* the wrap, if there is a second lap */
+  return n && seed_second_lap (s, d, n) ? n : NULL;
+}
+
+/* deadline_move_requests: from u along the list to its tail, while the
+ * batch has cost units left (fifo_batch, minus 1 for a request that
+ * starts where the last one ended, seek_cost for any other), all moved
+ * at once to the dispatch list.  A batch that took the head leaves the
+ * list's head where it stopped.  Returns the first unit of the batch.
+ */
+static struct dl_req *
+seed_batch (struct dl_sched *s, enum dl_dir d, struct dl_req *u)
+{
+  struct dl_req *first = u, *next;
+  bool from_head = u == seed_list_first (s, d);
+  uint64_t last = s->head_pos;
+  int64_t count = s->t.fifo_batch;
+
+  do {
+    next = seed_list_next (s, d, u);
+    unit_unlink (s, u);
+    hazard_busy_add (s, u);     /* it holds overlapping requests */
+    u->state = DL_S_BATCHED;
+    TAILQ_INSERT_TAIL (&s->batch, u, fifo_link);
+    s->batch_n++;
+    count -= u->unit_offset == last ? 1 : (int64_t) s->t.seek_cost;
+    last = dl_end (u);
+    u = next;
+  } while (u && count > 0);
+  if (from_head) {
+    s->seed_head[d].valid = u != NULL;
+    if (u) {
+      s->seed_head[d].off = u->unit_offset;
+      s->seed_head[d].seq = u->seq;
+    }
+  }
+  return first;
+}
+
 static struct dl_req *
 deadline_next (struct dl_sched *s, uint64_t now)
 {
-  struct dl_req *u = continue_batch (s);
+  struct dl_req *u = s->t.seed_batches ? NULL : continue_batch (s);
   enum dl_dir d;
   bool writes;
 
@@ -174,6 +259,17 @@ deadline_next (struct dl_sched *s, uint64_t now)
                                    yet) */
 
   d = batch_direction (s, writes);
+  if (s->t.seed_batches) {
+    if (fifo_expired (s, d, now)) {
+      s->st.expired[d]++;
+      u = seed_batch (s, d, fifo_oldest (s, d));
+    }
+    else
+      u = seed_batch (s, d, seed_list_first (s, d));
+    s->batch_dir = d;
+    s->st.batches[d]++;
+    return u;                   /* s->batching stays false */
+  }
   u = batch_start (s, d, now);
   s->batching = true;
   s->batch_dir = d;
@@ -223,6 +319,8 @@ select_next (struct dl_sched *s, uint64_t now)
 {
   if (s->pending_flush)
     return s->pending_flush;
+  if (!TAILQ_EMPTY (&s->batch))
+    return TAILQ_FIRST (&s->batch);     /* seed_batches */
 
   switch (s->t.policy) {
   case DL_POLICY_NOOP:
@@ -242,13 +340,15 @@ select_next (struct dl_sched *s, uint64_t now)
  * batch of 1 MiB units would move 64 MiB, most of a second on a disk, and
  * a read arriving meanwhile would wait all of it.  So a unit also costs
  * 1 for every further DL_COST_BYTES it carries, which keeps a batch as
- * long in time as the seed's.
+ * long in time as the seed's.  size_cost off (profile seed): the seed's
+ * count only.
  */
 uint64_t
 select_unit_cost (const struct dl_sched *s, const struct dl_req *u,
                   bool contiguous)
 {
-  uint64_t extra = u->unit_length ? (u->unit_length - 1) / DL_COST_BYTES : 0;
+  uint64_t extra = u->unit_length && s->t.size_cost
+    ? (u->unit_length - 1) / DL_COST_BYTES : 0;
 
   return (contiguous ? 1 : s->t.seek_cost) + extra;
 }

@@ -27,8 +27,10 @@
 const char *const dl_tunable_names[] = {
   "scheduler", "read_expire", "write_expire", "fifo_batch", "seek_cost",
   "writes_starved", "front_merges", "max_merge", "anticipate", "preempt",
-  "preempt_min", NULL
+  "preempt_min", "size_cost", "seed_batches", NULL
 };
+
+const char *const dl_profile_names[] = { "default", "seed", NULL };
 
 void
 dl_tunables_default (struct dl_tunables *t)
@@ -44,6 +46,78 @@ dl_tunables_default (struct dl_tunables *t)
   t->anticipate_ns = 20 * MS;     /* a ceiling; measured: see anticipate.c */
   t->preempt = true;             /* measured: see select.c */
   t->preempt_min = 16;           /* a seek's worth: see select.c */
+  t->size_cost = true;           /* see select_unit_cost */
+  t->seed_batches = false;
+}
+
+/* The 2002 patch (shared/seeds/001), and nothing beyond it:
+ *   read_expire 500 ms, fifo_batch 64, seek_cost 16, writes_starved 2
+ *     (its four tunables, with its defaults);
+ *   write_expire 0: only reads have a deadline (deadline_add_request
+ *     sets expires for READ only);
+ *   seed_batches on: a batch is chosen whole when it starts, at the
+ *     head of the sorted list or at the expired read, and a new batch
+ *     starts at the list's head, not at the oldest (select.c);
+ *   size_cost off: a request costs 1 or seek_cost, whatever its size
+ *     (deadline_move_requests);
+ *   anticipate 0, preempt off (which also turns off the write hold):
+ *     none of them existed;
+ *   max_merge 255 sectors (130560 bytes): 2.5's request limit
+ *     (MAX_SECTORS, which ll_back_merge_fn and ll_front_merge_fn check
+ *     against the sum of the two);
+ *   front_merges on: deadline_merge always tries them.
+ * The scheduler (policy) is left as it is.
+ */
+static void
+profile_seed (struct dl_tunables *t)
+{
+  enum dl_policy p = t->policy;
+
+  dl_tunables_default (t);
+  t->policy = p;
+  t->write_expire_ns = 0;
+  t->max_merge = 255 * 512;
+  t->anticipate_ns = 0;
+  t->preempt = false;
+  t->size_cost = false;
+  t->seed_batches = true;
+}
+
+static void
+profile_default (struct dl_tunables *t)
+{
+  enum dl_policy p = t->policy;
+
+  dl_tunables_default (t);
+  t->policy = p;
+}
+
+/* Field by field: padding bytes are not part of the value. */
+static bool
+same_tunables (const struct dl_tunables *a, const struct dl_tunables *b)
+{
+  return a->policy == b->policy && a->read_expire_ns == b->read_expire_ns &&
+    a->write_expire_ns == b->write_expire_ns &&
+    a->fifo_batch == b->fifo_batch && a->seek_cost == b->seek_cost &&
+    a->writes_starved == b->writes_starved &&
+    a->front_merges == b->front_merges && a->max_merge == b->max_merge &&
+    a->anticipate_ns == b->anticipate_ns && a->preempt == b->preempt &&
+    a->preempt_min == b->preempt_min && a->size_cost == b->size_cost &&
+    a->seed_batches == b->seed_batches;
+}
+
+const char *
+dl_tunables_profile_name (const struct dl_tunables *t)
+{
+  struct dl_tunables d = *t, s = *t;
+
+  profile_default (&d);
+  profile_seed (&s);
+  if (same_tunables (&d, t))
+    return "default";
+  if (same_tunables (&s, t))
+    return "seed";
+  return "custom";
 }
 
 static int
@@ -57,6 +131,20 @@ fail (char *err, size_t errlen, const char *fmt, ...)
     va_end (ap);
   }
   return -EINVAL;
+}
+
+int
+dl_tunables_profile (struct dl_tunables *t, const char *name,
+                     char *err, size_t errlen)
+{
+  if (name && strcmp (name, "default") == 0)
+    profile_default (t);
+  else if (name && strcmp (name, "seed") == 0)
+    profile_seed (t);
+  else
+    return fail (err, errlen, "profile: '%s' is not default or seed",
+                 name ? name : "");
+  return 0;
 }
 
 int
@@ -258,7 +346,11 @@ dl_tunable_set (struct dl_tunables *t, const char *key, const char *value,
   if (key == NULL || value == NULL)
     return fail (err, errlen, "missing key or value");
 
-  if (key_is (key, "scheduler")) {
+  if (key_is (key, "profile")) {
+    if (dl_tunables_profile (&n, value, err, errlen) != 0)
+      return -EINVAL;
+  }
+  else if (key_is (key, "scheduler")) {
     if (dl_parse_policy (value, &n.policy) != 0)
       return fail (err, errlen,
                    "scheduler: '%s' is not deadline, noop or elevator", value);
@@ -282,8 +374,12 @@ dl_tunable_set (struct dl_tunables *t, const char *key, const char *value,
     if (parse_count (value, p) != 0)
       return fail (err, errlen, "%s: '%s' is not a whole number", key, value);
   }
-  else if (key_is (key, "front_merges") || key_is (key, "preempt")) {
-    bool *p = key_is (key, "preempt") ? &n.preempt : &n.front_merges;
+  else if (key_is (key, "front_merges") || key_is (key, "preempt") ||
+           key_is (key, "size_cost") || key_is (key, "seed_batches")) {
+    bool *p = key_is (key, "preempt") ? &n.preempt
+            : key_is (key, "size_cost") ? &n.size_cost
+            : key_is (key, "seed_batches") ? &n.seed_batches
+            : &n.front_merges;
     if (parse_bool (value, p) != 0)
       return fail (err, errlen, "%s: '%s' is not on or off", key, value);
   }
@@ -331,7 +427,9 @@ int
 dl_tunable_get (const struct dl_tunables *t, const char *key,
                 char *buf, size_t len)
 {
-  if (key_is (key, "scheduler"))
+  if (key_is (key, "profile"))
+    snprintf (buf, len, "%s", dl_tunables_profile_name (t));
+  else if (key_is (key, "scheduler"))
     snprintf (buf, len, "%s", dl_policy_name (t->policy));
   else if (key_is (key, "read_expire"))
     format_duration (t->read_expire_ns, buf, len);
@@ -351,6 +449,10 @@ dl_tunable_get (const struct dl_tunables *t, const char *key,
     snprintf (buf, len, "%s", t->preempt ? "on" : "off");
   else if (key_is (key, "preempt_min"))
     snprintf (buf, len, "%" PRIu32, t->preempt_min);
+  else if (key_is (key, "size_cost"))
+    snprintf (buf, len, "%s", t->size_cost ? "on" : "off");
+  else if (key_is (key, "seed_batches"))
+    snprintf (buf, len, "%s", t->seed_batches ? "on" : "off");
   else if (key_is (key, "max_merge"))
     format_size (t->max_merge, buf, len);
   else

@@ -307,6 +307,8 @@ canonical_key (const char *key)
 {
   size_t i, j;
 
+  if (strcmp (key, "profile") == 0)
+    return "profile";           /* a preset: dl_tunable_set/get take it */
   for (i = 0; dl_tunable_names[i]; ++i) {
     const char *n = dl_tunable_names[i];
     for (j = 0; key[j] && n[j]; ++j)

@@ -144,6 +144,8 @@ deadline_config_complete (nbdkit_next_config_complete *next,
 }
 
 #define deadline_config_help \
+  "deadline-profile=default|seed   Preset of every tunable but the scheduler;\n" \
+  "                                seed = the 2002 patch exactly (default default).\n" \
   "deadline-scheduler=deadline|noop|elevator  Policy (default deadline).\n" \
   "deadline-read-expire=DURATION   Read deadline (default 500ms).\n" \
   "deadline-write-expire=DURATION  Write deadline (default 5s, 0 = none).\n" \
@@ -155,6 +157,9 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-anticipate=DURATION    Longest wait for a reader's next read (default 20ms, 0 = off).\n" \
   "deadline-preempt=BOOL           A read may end a write batch early (default on).\n" \
   "deadline-preempt-min=N          ... after the batch spent N cost units (default 16).\n" \
+  "deadline-size-cost=BOOL         A unit costs 1 more per further 128k (default on).\n" \
+  "deadline-seed-batches=BOOL      Batches chosen whole, from the list head, as the\n" \
+  "                                seed (default off).\n" \
   "deadline-depth=N                Units in flight at the device (default 2;\n" \
   "                                raise to 16-64 for SSDs/NVMe).\n" \
   "deadline-max-inflight=SIZE      Bytes in flight (default depth*max-merge, >= 8M).\n" \

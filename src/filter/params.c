@@ -3,6 +3,9 @@
  * Scheduler tunables are handed to the core's own parser (one source of
  * truth for names, units and ranges); the filter adds only what belongs
  * to the engine: depth, in-flight bytes and the dispatch path.
+ * deadline-profile=NAME sets every tunable but the scheduler to the
+ * core's preset NAME (default, seed) before the tunables given one by
+ * one, wherever it stands on the command line.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,8 +28,63 @@ params_default (struct filter_params *p)
 void
 params_free (struct filter_params *p)
 {
+  size_t i;
+
   free (p->control);
   p->control = NULL;
+  for (i = 0; i < p->nset; i++) {
+    free (p->set_key[i]);
+    free (p->set_value[i]);
+  }
+  p->nset = 0;
+}
+
+/* Remember a tunable given by name (the last value of a key wins). */
+static int
+remember (struct filter_params *p, const char *name, const char *value)
+{
+  size_t i;
+  char *v = strdup (value);
+
+  if (v == NULL)
+    return -ENOMEM;
+  for (i = 0; i < p->nset; i++)
+    if (strcmp (p->set_key[i], name) == 0) {
+      free (p->set_value[i]);
+      p->set_value[i] = v;
+      return 0;
+    }
+  if (p->nset == PARAMS_MAX_SET || (p->set_key[p->nset] = strdup (name)) == NULL) {
+    free (v);
+    return -ENOMEM;
+  }
+  p->set_value[p->nset++] = v;
+  return 0;
+}
+
+/* deadline-profile: the preset, then every tunable given by name again
+ * on top of it.
+ */
+static int
+set_profile (struct filter_params *p, const char *key, const char *value,
+             char *err, size_t errlen)
+{
+  struct dl_tunables t = p->tunables;
+  char msg[200];
+  size_t i;
+
+  if (dl_tunables_profile (&t, value, msg, sizeof msg) != 0) {
+    snprintf (err, errlen, "%s: '%s' is not default or seed", key, value);
+    return -EINVAL;
+  }
+  for (i = 0; i < p->nset; i++)
+    if (dl_tunable_set (&t, p->set_key[i], p->set_value[i], msg, sizeof msg) != 0) {
+      snprintf (err, errlen, "%s=%s: with %s=%s: %s", key, value,
+                p->set_key[i], p->set_value[i], msg);
+      return -EINVAL;
+    }
+  p->tunables = t;
+  return 1;
 }
 
 const char *
@@ -106,6 +164,8 @@ params_set (struct filter_params *p, const char *key, const char *value,
     }
     return 1;
   }
+  if (strcmp (k, "profile") == 0)
+    return set_profile (p, key, value, err, errlen);
   if (strcmp (k, "dispatch") == 0) {
     if (strcmp (value, "auto") == 0) p->dispatch = DISPATCH_AUTO;
     else if (strcmp (value, "direct") == 0) p->dispatch = DISPATCH_DIRECT;
@@ -136,6 +196,10 @@ params_set (struct filter_params *p, const char *key, const char *value,
     if (dl_tunable_set (&p->tunables, name, value, msg, sizeof msg) != 0) {
       snprintf (err, errlen, "%s=%s: %s", key, value, msg);
       return -EINVAL;
+    }
+    if (remember (p, name, value) != 0) {
+      snprintf (err, errlen, "%s: too many tunables or out of memory", key);
+      return -ENOMEM;
     }
     return 1;
   }

@@ -10,8 +10,15 @@
 
 enum dispatch_mode { DISPATCH_AUTO = 0, DISPATCH_DIRECT, DISPATCH_NEXT };
 
+/* The tunables given one by one, kept so that a profile given after
+ * them does not undo them: the profile applies first, then these, in
+ * the order given, whatever the order on the command line.
+ */
+#define PARAMS_MAX_SET 32
 struct filter_params {
   struct dl_tunables tunables;
+  char *set_key[PARAMS_MAX_SET], *set_value[PARAMS_MAX_SET];
+  size_t nset;
   uint32_t depth;
   uint64_t max_inflight;        /* bytes; 0 = derived from depth and max_merge */
   uint64_t writeback;           /* bytes of writes answered early; 0 = off */

@@ -123,6 +123,8 @@ model_init (struct model *m, const struct dl_tunables *t, uint32_t align)
   m->synced = true;
   m->batch_dir = -1;
   m->max_merge_hwm = t->max_merge;
+  m->ref_on = true;
+  m->r_batch_dir = -1;
 }
 
 void
@@ -170,6 +172,7 @@ model_insert (struct model *m, enum dl_op op, uint64_t offset,
   dl_insert (m->s, &x->r, m->now);
   dl_sched_stats (m->s, &b);
   m->n_inserted++;
+  ref_insert (m, x);
 
   FAIL_IF (x->r.arrival_ns != m->now, "arrival_ns not the insert time");
   FAIL_IF (b.hazard_holds - a.hazard_holds != (x->was_held ? 1u : 0u),
@@ -246,9 +249,14 @@ check_deadline (struct model *m, struct dl_req *u, const struct dl_stats *a,
   uint64_t nb = (b->batches[0] + b->batches[1]) - (a->batches[0] + a->batches[1]);
   /* 1 if contiguous, else seek_cost; plus 1 per further 128 KiB. */
   uint64_t cost = (u->unit_offset == m->head_pos ? 1 : m->t.seek_cost) +
-    (u->unit_length ? (u->unit_length - 1) / (128 * 1024) : 0);
+    (u->unit_length && m->t.size_cost ? (u->unit_length - 1) / (128 * 1024) : 0);
 
   FAIL_IF (nb > 1, "two batches started by one dispatch");
+  /* seed_batches: a batch is chosen whole and walks the seed's list,
+   * which wraps, from its head; the reference (ref.c) checks its order.
+   */
+  if (nb == 0 && m->seed_batch)
+    return;
   if (nb == 0) {
     /* Continuing a batch: same direction, ascending, budget left. */
     FAIL_IF (m->synced && !m->batching, "a batch continued that had ended");
@@ -273,7 +281,9 @@ check_deadline (struct model *m, struct dl_req *u, const struct dl_stats *a,
        expired_head[DL_WRITE]) ? DL_WRITE : DL_READ;
     FAIL_IF (d != want, "new batch is %s, rules say %s (starved %u)",
              d ? "write" : "read", want ? "write" : "read", m->starved);
-    if (d != m->batch_dir || expired_head[d])
+    if (m->t.seed_batches)
+      ;                         /* from the list's head: ref.c */
+    else if (d != m->batch_dir || expired_head[d])
       FAIL_IF (!in_unit (u, oldest[d]),
                "new %s batch does not start at the oldest (seq %lu)",
                d ? "write" : "read", (unsigned long) oldest[d]->seq);
@@ -296,6 +306,7 @@ check_deadline (struct model *m, struct dl_req *u, const struct dl_stats *a,
   m->batching = true;
   m->batch_dir = d;
   m->batch_cost = cost;
+  m->seed_batch = m->t.seed_batches;
 }
 
 struct dl_req *
@@ -332,8 +343,10 @@ model_dispatch (struct model *m)
     expired_head[i] = oldest[i] && expired (m, oldest[i]);
 
   dl_sched_stats (m->s, &a);
+  ref_predict (m);
   u = dl_dispatch (m->s, m->now);
   dl_sched_stats (m->s, &b);
+  ref_dispatched (m, u);
 
   if (u == NULL) {
     /* Beyond the seed (select.c, write_held): beside a dependent reader
@@ -448,6 +461,7 @@ model_complete (struct model *m, size_t k)
   u = m->inflight[k];
   m->inflight[k] = m->inflight[--m->ninflight];
   dl_complete (m->s, u, m->now);
+  ref_completed (m, u);
   DL_FOREACH_MEMBER (r, u, tmp) {
     FAIL_IF (M (r)->st != M_INFLIGHT, "completed a request not in flight");
     M (r)->st = M_DONE;
@@ -474,6 +488,7 @@ model_drain_all (struct model *m)
   for (i = 0; i < m->nlive; i++)
     FAIL_IF (m->live[i]->st == M_WAIT, "a waiting request was not drained");
   FAIL_IF (dl_waiting (m->s) != 0, "waiting after drain");
+  ref_drained (m);
   compact (m);
   m->batching = false;          /* drained batches cannot continue */
   m->synced = false;
@@ -488,6 +503,7 @@ model_set_tunables (struct model *m, const struct dl_tunables *t)
   int r = dl_sched_set_tunables (m->s, t, err, sizeof err);
 
   if (r == 0) {
+    ref_tunables (m, &m->t, t);
     if (t->policy != m->t.policy)
       m->batching = false;
     m->t = *t;
@@ -512,6 +528,7 @@ model_free (struct model *m)
   while (m->ninflight)
     model_complete (m, 0);
   FAIL_IF (m->nlive != 0, "requests left over");
+  ref_free (m);
   dl_sched_free (m->s);
   free (m->live);
   free (m->inflight);

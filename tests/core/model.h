@@ -9,6 +9,12 @@
  * a direction, whether it has expired, which direction a new batch
  * must take.  Any disagreement is a violation: model_fail() prints it
  * and aborts (so that the fuzzer records the input).
+ *
+ * Beside those checks, a reference scheduler (ref.c) predicts the exact
+ * unit of every dispatch (policy, profile and tunables as set, merges
+ * and hazards included) while anticipate is 0 and preempt off; with
+ * either on it stops predicting for the rest of the run (ref_stopped)
+ * and only the invariant checks remain.
  */
 #ifndef NBD_DEADLINE_MODEL_H
 #define NBD_DEADLINE_MODEL_H
@@ -52,6 +58,7 @@ struct model {
   uint64_t batch_cost;          /* lower bound: the first unit counts 1 */
   uint32_t starved;
   uint64_t head_pos, last_end[2];
+  bool seed_batch;              /* the batch in progress is a seed batch */
   uint32_t consec_reads;        /* read batches while writes waited */
   uint64_t max_merge_hwm;       /* largest max_merge ever set */
 
@@ -60,6 +67,17 @@ struct model {
    */
   uint64_t watch_seq;
   uint64_t watch_count;
+
+  /* The reference scheduler (ref.c): its own units and batch state. */
+  bool ref_on, ref_stopped;
+  struct runit **ru, **r_batch, *r_flush, *r_pick;
+  size_t nru, capru, nbatch, capbatch;
+  bool r_batching;
+  int r_batch_dir;
+  uint64_t r_batch_cost, r_head, r_last_end[2];
+  uint32_t r_starved;
+  struct { bool valid; uint64_t off, seq; } r_seed[2];
+  uint64_t n_predicted;         /* dispatches predicted and compared */
 
   /* Figures for the caller. */
   uint64_t n_inserted, n_dispatched_units, n_completed_units, n_drained;
@@ -82,6 +100,16 @@ int model_set_tunables (struct model *m, const struct dl_tunables *t);
 void model_advance (struct model *m, uint64_t ns);
 
 size_t model_waiting (const struct model *m);
+
+/* ref.c, called by model.c. */
+void ref_insert (struct model *m, struct mreq *x);
+void ref_predict (struct model *m);
+void ref_dispatched (struct model *m, struct dl_req *u);
+void ref_completed (struct model *m, struct dl_req *u);
+void ref_drained (struct model *m);
+void ref_tunables (struct model *m, const struct dl_tunables *old,
+                   const struct dl_tunables *t);
+void ref_free (struct model *m);
 
 void model_fail (const char *fmt, ...)
   __attribute__ ((format (printf, 1, 2), noreturn));

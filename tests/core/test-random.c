@@ -40,6 +40,11 @@ pick (uint64_t n)
   return rnd () % n;
 }
 
+/* Tunables: a profile (default or seed), then the seed's own tunables
+ * varied, and the extensions on or off.  The reference (ref.c) predicts
+ * every dispatch while anticipate is 0 and preempt off (about half the
+ * runs); the others keep the invariant checks only.
+ */
 static void
 random_tunables (struct dl_tunables *t, int deadline_only)
 {
@@ -48,18 +53,44 @@ random_tunables (struct dl_tunables *t, int deadline_only)
   static const uint32_t starved[] = { 0, 1, 2, 4 };
   static const uint64_t rexp[] = { 5, 50, 500 };
   static const uint64_t wexp[] = { 0, 0, 100, 1000 };
-  static const uint64_t mm[] = { 0, 16 * 1024, 1024 * 1024 };
+  static const uint64_t mm[] = { 0, 16 * 1024, 255 * 512, 1024 * 1024 };
+  char err[200];
 
   dl_tunables_default (t);
   t->policy = deadline_only || pick (4) ? DL_POLICY_DEADLINE :
     pick (2) ? DL_POLICY_NOOP : DL_POLICY_ELEVATOR;
+  if (pick (3) == 0) {
+    if (dl_tunables_profile (t, "seed", err, sizeof err) != 0)
+      model_fail ("profile seed refused: %s", err);
+    if (pick (2))
+      return;                   /* the seed exactly */
+  }
+  else {
+    t->size_cost = pick (2);
+    t->seed_batches = pick (4) == 0;
+    t->anticipate_ns = pick (4) == 0 ? 20 * MS : 0;
+    t->preempt = pick (4) == 0;
+    t->preempt_min = pick (2) ? 16 : 1;
+    t->write_expire_ns = wexp[pick (4)] * MS;
+  }
   t->fifo_batch = batch[pick (4)];
   t->seek_cost = seek[pick (3)];
   t->writes_starved = starved[pick (4)];
   t->read_expire_ns = rexp[pick (3)] * MS;
-  t->write_expire_ns = wexp[pick (4)] * MS;
   t->front_merges = pick (2);
-  t->max_merge = mm[pick (3)];
+  t->max_merge = mm[pick (4)];
+}
+
+/* Dispatches predicted by the reference, by kind: noop, elevator,
+ * deadline with the batches of the default profile, with seed_batches.
+ */
+static uint64_t predicted[4], runs_exact, runs_stopped;
+
+static int
+kind (const struct dl_tunables *t)
+{
+  return t->policy == DL_POLICY_NOOP ? 0 : t->policy == DL_POLICY_ELEVATOR ? 1
+    : t->seed_batches ? 3 : 2;
 }
 
 static void
@@ -90,6 +121,8 @@ random_insert (struct model *m, uint32_t align)
    * the previous request (a sequential stream, which merges).
    */
   len = (1 + pick (8)) * (pick (4) ? 4096 : 512);
+  if (pick (16) == 0)
+    len = (1 + pick (8)) * 65536;       /* large: the size cost counts */
   if (pick (3) == 0)
     off = last_end;
   else
@@ -113,7 +146,7 @@ run (uint64_t seed, unsigned ticks, uint64_t *units, uint64_t *maxwait)
 
   rng = seed * 0x9E3779B97F4A7C15ULL + 1;
   mixed = pick (3) == 0;        /* policies and tunables change too */
-  random_tunables (&t, !mixed);
+  random_tunables (&t, 0);
   align = aligns[pick (3)];
   depth = 1 + pick (8);
   model_init (&m, &t, align);
@@ -122,8 +155,13 @@ run (uint64_t seed, unsigned ticks, uint64_t *units, uint64_t *maxwait)
     /* Arrivals, at most 32 requests live so the model stays fast. */
     for (n = pick (4); n > 0 && m.nlive < 32; n--)
       random_insert (&m, align);
-    while (m.ninflight < depth && model_dispatch (&m) != NULL)
-      ;
+    for (;;) {
+      uint64_t before = m.n_predicted;
+      struct dl_req *u = m.ninflight < depth ? model_dispatch (&m) : NULL;
+      predicted[kind (&m.t)] += m.n_predicted - before;
+      if (u == NULL)
+        break;
+    }
     if (m.ninflight)
       model_complete (&m, pick (m.ninflight));
     model_advance (&m, MS);
@@ -137,6 +175,10 @@ run (uint64_t seed, unsigned ticks, uint64_t *units, uint64_t *maxwait)
       model_drain_all (&m);
   }
   *units += m.n_dispatched_units;
+  if (m.ref_stopped)
+    runs_stopped++;
+  else
+    runs_exact++;
   if (m.max_read_wait_ns > *maxwait)
     *maxwait = m.max_read_wait_ns;
   model_free (&m);
@@ -156,6 +198,14 @@ main (int argc, char **argv)
     run (seed, ticks, &units, &maxwait);
   }
   fprintf (stderr, "\n");
+  printf ("random: reference predicted every dispatch in %" PRIu64 " runs "
+          "(stopped at an extension in %" PRIu64 "): noop %" PRIu64
+          ", elevator %" PRIu64 ", deadline %" PRIu64 ", seed batches %"
+          PRIu64 " dispatches\n", runs_exact, runs_stopped, predicted[0],
+          predicted[1], predicted[2], predicted[3]);
+  if (seeds >= 100 && (predicted[0] == 0 || predicted[1] == 0 ||
+                       predicted[2] == 0 || predicted[3] == 0))
+    model_fail ("a policy or profile was never predicted");
   printf ("random: ok: seeds %" PRIu64 "..%" PRIu64 ", %u ticks each, "
           "%" PRIu64 " units dispatched, longest read wait %" PRIu64 " ms\n",
           first, first + seeds - 1, ticks, units, (uint64_t) (maxwait / MS));

@@ -1,6 +1,7 @@
 /* nbd-deadline: requests a well-behaved client never sends.
  *
  *   badreq SOCKET
+ *   badreq --readonly SOCKET
  *
  * With libnbd's client-side checks off, sends requests beyond the end
  * of the export, straddling it, with offsets that overflow, of zero
@@ -12,6 +13,10 @@
  * pattern).  A request that the server answers by dropping the
  * connection is reported and retried on a new connection, and counts
  * as a failure.  One line per case; exit 0 if every case passed.
+ *
+ * --readonly: the export must refuse every write, trim and zero (sent
+ * with libnbd's client-side checks off, so that the server is asked)
+ * with EPERM or EROFS, and still serve reads.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -110,13 +115,65 @@ one (const char *what, enum kind k, uint64_t len, uint64_t off, enum want want)
     fails++;
 }
 
+/* A write-like request to a read-only export: refused as read-only. */
+static void
+refused (const char *what, enum kind k, uint64_t len, uint64_t off)
+{
+  static uint8_t buf[65536], in[4096];
+  int r = 0, err;
+
+  memset (buf, 0xa5, sizeof buf);
+  switch (k) {
+  case WRITE: r = nbd_pwrite (h, buf, len, off, 0); break;
+  case TRIM:  r = nbd_trim (h, len, off, 0); break;
+  case ZERO:  r = nbd_zero (h, len, off, 0); break;
+  default: abort ();
+  }
+  err = nbd_get_errno ();
+  if (r == 0) {
+    printf ("FAIL: %-30s %s %" PRIu64 "+%" PRIu64 ": succeeded on a read-only export\n",
+            what, kind_name[k], off, len);
+    fails++;
+  }
+  else if (err != EPERM && err != EROFS) {
+    printf ("FAIL: %-30s %s %" PRIu64 "+%" PRIu64 ": %s, not the read-only refusal "
+            "(EPERM or EROFS)\n", what, kind_name[k], off, len,
+            err ? strerror (err) : nbd_get_error ());
+    fails++;
+  }
+  else
+    printf ("ok: %-30s %s %" PRIu64 "+%" PRIu64 ": refused: %s\n", what, kind_name[k],
+            off, len, strerror (err));
+  if (nbd_pread (h, in, sizeof in, 0, 0) == -1) {
+    printf ("FAIL: a read after the refusal: %s\n", nbd_get_error ());
+    fails++;
+  }
+}
+
 int
 main (int argc, char *argv[])
 {
   uint64_t s;
 
+  if (argc == 3 && strcmp (argv[1], "--readonly") == 0) {
+    sock = argv[2];
+    h = connect_one ();
+    if (!nbd_is_read_only (h)) {
+      printf ("FAIL: the export does not say it is read-only\n");
+      fails++;
+    }
+    refused ("write", WRITE, 4096, 0);
+    refused ("unaligned write", WRITE, 1000, 4097);
+    refused ("FUA-less large write", WRITE, 65536, 1 << 20);
+    refused ("trim", TRIM, 65536, 0);
+    refused ("zero", ZERO, 65536, 0);
+    nbd_shutdown (h, 0);
+    nbd_close (h);
+    printf ("badreq --readonly: %d failures\n", fails);
+    return fails ? EXIT_FAILURE : EXIT_SUCCESS;
+  }
   if (argc != 2) {
-    fprintf (stderr, "usage: badreq SOCKET\n");
+    fprintf (stderr, "usage: badreq [--readonly] SOCKET\n");
     return EXIT_FAILURE;
   }
   sock = argv[1];

@@ -1,7 +1,11 @@
 # nbd-deadline: helpers for the integration tests (sourced).
 #
-#   requires CMD...          skip (exit 77) unless CMD runs
+#   requires CMD...          skip (exit 77) if CMD is not installed;
+#                            fail (exit 1) if it is but does not run
+#                            (requires test ...: skip unless the test holds)
 #   requires_root            skip unless root
+#   expect_dispatch SOCK P   fail unless the filter of the nbdkit at SOCK
+#                            serves through path P (direct or next)
 #   cleanup_fn CMD...        run CMD at exit, last registered first,
 #                            whether the test passed, failed or was killed
 #   start_nbdkit SOCK ARGS.. start nbdkit on a UNIX socket with a pidfile,
@@ -13,6 +17,8 @@
 # filter's .so (make check sets it), NBDKIT the nbdkit binary.
 
 set -u
+# A pipeline fails if any of its commands fails, not only the last.
+set -o pipefail
 : "${NBDKIT:=nbdkit}"
 : "${abs_top_builddir:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${FILTER:=$abs_top_builddir/src/filter/.libs/nbdkit-deadline-filter.so}"
@@ -46,9 +52,24 @@ trap 'exit 143' TERM
 
 requires ()
 {
-    if ! "$@" >/dev/null 2>&1; then
-        echo "$0: SKIP: requires: $*"
+    local out
+    if [ "$1" = test ] || [ "$1" = "[" ]; then
+        if ! "$@" >/dev/null 2>&1; then
+            echo "$0: SKIP: requires: $*"
+            exit 77
+        fi
+        return 0
+    fi
+    # Not installed: a skip.  Installed but broken: a failure, never a
+    # skip that hides it.
+    if ! command -v "$1" >/dev/null 2>&1; then
+        echo "$0: SKIP: requires: $1 (not installed)"
         exit 77
+    fi
+    if ! out=$("$@" 2>&1 </dev/null); then
+        echo "$0: FAIL: $* is installed but fails:"
+        printf '%s\n' "$out" | tail -5
+        exit 1
     fi
 }
 
@@ -87,6 +108,40 @@ _stop_pidfile ()
 nbdkit_log ()
 {
     echo "$1.log"
+}
+
+# dispatch_path SOCK: the path the filter of the nbdkit at SOCK really
+# serves through, "direct" or "next": its last word on it, which is the
+# line after the engine is made (get_ready).  The "dispatch=auto ->
+# direct" line comes earlier and stays true when auto later falls back
+# to next because the direct engine could not be made.
+dispatch_path ()
+{
+    local line
+    line=$(grep -E 'deadline: .*, depth [0-9]+, [0-9]+ bytes in flight, align [0-9]+' \
+               "$1.log" | tail -1)
+    case "$line" in
+        "") echo "none" ;;
+        *"deadline: next layer, depth"*) echo next ;;
+        *) echo direct ;;
+    esac
+}
+
+# expect_dispatch SOCK PATH: fail (return 1, with the reason) unless the
+# filter serves through PATH.
+expect_dispatch ()
+{
+    local got
+    got=$(dispatch_path "$1")
+    if [ "$got" != "$2" ]; then
+        echo "$0: FAIL: $1: the filter serves through '$got', not $2:" >&2
+        grep 'deadline: ' "$1.log" | grep -v 'stats' | head -5 >&2
+        return 1
+    fi
+    if [ "$2" = direct ] && grep -q 'direct unavailable' "$1.log"; then
+        echo "$0: FAIL: $1: direct fell back: $(grep 'direct unavailable' "$1.log")" >&2
+        return 1
+    fi
 }
 
 start_nbdkit ()

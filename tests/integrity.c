@@ -84,6 +84,9 @@ static uint64_t mismatches, errors, done_by_kind[5], unaligned_ops;
 static uint64_t rng_state;
 static bool can_fua, can_trim, can_zero, can_flush;
 static int ops_hwm;              /* ops[] slots in use are below this */
+/* Bytes of read and write payload in flight, and the most at once (the
+ * memory a server needs for the data it holds; test-overload.sh). */
+static uint64_t payload_inflight, payload_max;
 
 /* -C: crash mode.  ackseq[p] is the acknowledgement number of the last
  * request that set byte p (0 = none since the start); durable[p] is set
@@ -226,6 +229,8 @@ on_done (void *user_data, int *error)
     }
   }
   done_by_kind[o->kind]++;
+  if (o->buf)
+    payload_inflight -= o->len;
   free (o->buf);
   o->buf = NULL;
   o->busy = false;
@@ -319,10 +324,16 @@ issue (struct nbd_handle *h, int conn)
   switch (o->kind) {
   case K_READ:
     o->buf = malloc (o->len);
+    payload_inflight += o->len;
+    if (payload_inflight > payload_max)
+      payload_max = payload_inflight;
     cookie = nbd_aio_pread (h, o->buf, o->len, o->off, cb, 0);
     break;
   case K_WRITE:
     o->buf = malloc (o->len);
+    payload_inflight += o->len;
+    if (payload_inflight > payload_max)
+      payload_max = payload_inflight;
     for (i = 0; (uint64_t) i < o->len; ++i)
       o->buf[i] = rnd () >> 56;
     if (can_fua && rnd_below (4) == 0)
@@ -349,6 +360,8 @@ issue (struct nbd_handle *h, int conn)
       /* The connection is gone (the server was killed). */
       lost_conn_ops++;
       forget_range (o);
+      if (o->buf)
+        payload_inflight -= o->len;
       free (o->buf);
       o->buf = NULL;
       o->busy = false;
@@ -665,6 +678,7 @@ main (int argc, char *argv[])
             issued, conns, maxinfl, done_by_kind[K_READ], done_by_kind[K_WRITE],
             done_by_kind[K_ZERO], done_by_kind[K_TRIM], done_by_kind[K_FLUSH],
             unaligned_ops);
+    printf ("integrity: max payload in flight: %" PRIu64 " bytes\n", payload_max);
     printf ("integrity: max latency ms: read %.1f write %.1f zero %.1f trim %.1f flush %.1f\n",
             max_lat_ns[K_READ] / 1e6, max_lat_ns[K_WRITE] / 1e6, max_lat_ns[K_ZERO] / 1e6,
             max_lat_ns[K_TRIM] / 1e6, max_lat_ns[K_FLUSH] / 1e6);

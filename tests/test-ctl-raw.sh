@@ -15,11 +15,17 @@ fail () { echo "FAIL: $*"; exit 1; }
 truncate -s 32M "$tmpdir/disk"
 c=$tmpdir/ctl
 start_nbdkit "$tmpdir/nbd" --filter="$FILTER" file "$tmpdir/disk" deadline-control="$c"
+[ -S "$c" ] || fail "no control socket at $c"
 
+# expect WANT BYTES: the first line of the answer is WANT ("" = the
+# server closed without a word).  ctl-raw must have connected and read
+# to the end (exit 0): a client that could not connect is no answer.
 expect ()
 {
-    local want=$1 got
-    got=$(./ctl-raw "$c" send "$2" | head -1)
+    local want=$1 out got rc=0
+    out=$(./ctl-raw "$c" send "$2" 2>"$tmpdir/ctl-raw.err") || rc=$?
+    [ $rc = 0 ] || fail "sent $(printf %q "$2"): ctl-raw exit $rc: $(cat "$tmpdir/ctl-raw.err")"
+    got=${out%%$'\n'*}
     [ "$got" = "$want" ] || fail "sent $(printf %q "$2"): got '$got', want '$want'"
     echo "ok: $(printf %q "$2" | cut -c1-40) -> ${want:-(closed)}"
 }
@@ -41,7 +47,8 @@ expect "error read_expire: '' is not a duration (e.g. 500ms, 5s, 250us)" $'set r
 ipid=$!
 cleanup_fn "kill $ipid 2>/dev/null"
 t0=$(date +%s.%N)
-out=$(./ctl-raw "$c" hold 40 8)
+out=$(./ctl-raw "$c" hold 40 8) || fail "ctl-raw hold: exit $?"
+[ "$(printf '%s\n' "$out" | wc -l)" = 2 ] || fail "ctl-raw hold: $out"
 t1=$(date +%s.%N)
 wait $ipid || fail "integrity while the control socket was flooded"
 echo "$out" | head -1 | grep -qx "closed 40 of 40" || fail "silent clients: $out"

@@ -129,8 +129,9 @@ if command -v jq >/dev/null 2>&1; then
     [ "$(ctl --json stats | jq -r '.scheduler')" = deadline ] || fail "json string"
     [ "$(ctl --json get | jq -r '.read_expire')" = 500ms ] || fail "json get"
 else
-    echo "jq not installed: JSON only checked for its first line"
-    ctl --json stats | head -1 | grep -qx '{'
+    # Without jq the JSON is not checked: the test is then a skip (at
+    # the end, once the rest has passed), never a pass.
+    jq_missing=1
 fi
 prom=$(ctl --prometheus stats)
 grep -q '^# TYPE nbd_deadline_reads_total counter$' <<<"$prom" || fail "prometheus counter"
@@ -174,4 +175,7 @@ grep -q "deadline-control: $tmpdir/file: exists and is not a socket" "$tmpdir/er
     { cat "$tmpdir/err"; fail "not-a-socket message"; }
 [ "$(cat "$tmpdir/file")" = precious ] || fail "the file was touched"
 echo "stale socket replaced; a regular file refused and left alone"
+if [ -n "${jq_missing:-}" ]; then
+    echo "$0: SKIP: jq not installed: --json not checked (apt-get install jq)"; exit 77
+fi
 echo "$0: PASS"

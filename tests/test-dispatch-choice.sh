@@ -18,7 +18,12 @@ expect ()
     if [ $rc -ne 0 ]; then
         got=refused
     else
-        got=$(printf '%s\n' "$out" | sed -n 's/.*deadline: dispatch=[a-z]* -> \([a-z]*\).*/\1/p')
+        # The path the engine was made for (after any fallback), which
+        # must also be the one the decision line announced.
+        printf '%s\n' "$out" > "$tmpdir/run.log"
+        got=$(dispatch_path "$tmpdir/run")
+        said=$(printf '%s\n' "$out" | sed -n 's/.*deadline: dispatch=[a-z]* -> \([a-z]*\).*/\1/p')
+        [ "$said" = "$got" ] || got="$got (announced '$said')"
     fi
     if [ "$got" = "$want" ]; then
         echo "ok: $want: $*"

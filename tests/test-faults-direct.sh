@@ -20,6 +20,7 @@ requires test -x ./integrity
 requires test -c /dev/fuse
 requires nbdfuse --version
 requires losetup --version
+requires $NBDKIT --version     # installed but broken: a failure, not a skip
 requires test -f "$($NBDKIT --dump-config | sed -n 's/^filterdir=//p')/nbdkit-error-filter.so"
 
 ops=${FAULT_OPS:-8000}
@@ -31,9 +32,10 @@ below=$tmpdir/below
 # The failing disk: plain nbdkit (not the filter), errors while $errfile exists.
 start_nbdkit "$below" --log=stderr --filter=error memory 128M \
     error-rate=2% error-file="$errfile" || exit 1
-mount_nbdfuse "$below" "$mnt" || { echo "$0: SKIP: nbdfuse did not mount"; exit 77; }
+# Root with /dev/fuse, nbdfuse and losetup: these must work.
+mount_nbdfuse "$below" "$mnt" || { echo "$0: FAIL: nbdfuse did not mount"; exit 1; }
 make_loop "$mnt/nbd" --direct-io=on --sector-size 4096 || {
-    echo "$0: SKIP: cannot create a loop device over FUSE"; exit 77; }
+    echo "$0: FAIL: cannot create a loop device over FUSE"; exit 1; }
 echo "$0: $loopdev over $mnt/nbd over $below"
 
 fails=0
@@ -44,7 +46,7 @@ run ()
     shift
     rm -f "$errfile"
     start_nbdkit "$sock" --filter="$FILTER" file "$loopdev" "$@" || return 1
-    grep -q 'dispatch=auto -> direct' "$sock.log" || { echo "FAIL: $name: not the direct path"; return 1; }
+    expect_dispatch "$sock" direct || { echo "FAIL: $name: not the direct path"; return 1; }
     inj0=$(grep -c 'error: injecting' "$below.log")
 
     rc=0; faulted_run "$tmpdir/$name.out" "$errfile" "$sock" "$ops" 21 || rc=$?
@@ -60,10 +62,13 @@ run ()
     # The server keeps serving: what was acknowledged is there, a clean
     # verified run passes, the device itself matches.
     ./integrity -V "$tmpdir/model" "$sock" || { echo "FAIL: $name: acknowledged data lost"; return 1; }
-    ./integrity -c 4 -d 16 -n 3000 -s 22 -m "$tmpdir/model2" "$sock" | tail -1 || {
-        echo "FAIL: $name: clean run after the errors"; return 1; }
+    local out
+    out=$(./integrity -c 4 -d 16 -n 3000 -s 22 -m "$tmpdir/model2" "$sock" 2>&1) || {
+        printf '%s\n' "$out" | tail -5; echo "FAIL: $name: clean run after the errors"; return 1; }
+    printf '%s\n' "$out" | tail -1
     stop_nbdkit "$sock"
-    grep 'deadline stats (exit)' "$sock.log" | sed 's/.*stats (exit): \(requests=[0-9]* failed=[0-9]*\).* rmw=\([0-9]*\).*/stats: \1 rmw=\2/'
+    grep 'deadline stats (exit)' "$sock.log" | sed 's/.*stats (exit): \(requests=[0-9]* failed=[0-9]*\).* rmw=\([0-9]*\).*/stats: \1 rmw=\2/' ||
+        { echo "FAIL: $name: no exit statistics"; return 1; }
     ./integrity --compare "$loopdev" "$tmpdir/model2" || { echo "FAIL: $name: device differs"; return 1; }
 }
 

@@ -32,8 +32,7 @@ else
     start_nbdkit "$sock" --filter="$FILTER" file "$disk" deadline-depth=4
     ops=20000
 fi
-grep -q 'deadline: dispatch=auto -> direct' "$sock.log" || {
-    echo "$0: FAIL: the direct path was not chosen"; cat "$sock.log"; exit 1; }
+expect_dispatch "$sock" direct || exit 1
 
 ./integrity -c 4 -d 16 -n $ops -s 1 -m "$tmpdir/model" "$sock"
 stop_nbdkit "$sock"

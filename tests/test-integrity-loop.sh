@@ -13,11 +13,11 @@ disk=$tmpdir/backing.img
 sock=$tmpdir/sock
 truncate -s 64M "$disk"
 make_loop "$disk" --direct-io=on --sector-size 4096 || {
-    echo "$0: SKIP: cannot create a loop device"; exit 77; }
+    echo "$0: FAIL: root, but cannot create a loop device"; exit 1; }
 echo "$0: loop device $loopdev"
 
 start_nbdkit "$sock" --filter="$FILTER" file "$loopdev"
-grep -q 'dispatch=auto -> direct' "$sock.log"
+expect_dispatch "$sock" direct
 grep -q 'align 4096 (block device)' "$sock.log" || {
     echo "$0: FAIL: alignment not taken from the device"; grep deadline "$sock.log"; exit 1; }
 
@@ -34,6 +34,7 @@ grep -q 'rmw=[1-9]' "$sock.log" || { echo "$0: FAIL: no read-modify-write was ex
 sock=$tmpdir/sock2
 start_nbdkit "$sock" --filter="$FILTER" file "$loopdev" deadline-dispatch=next
 grep -q 'dispatch=next -> next' "$sock.log"
+expect_dispatch "$sock" next
 ./integrity -c 4 -d 16 -n 15000 -s 12 -Z 4096 -m "$tmpdir/model2" "$sock"
 stop_nbdkit "$sock"
 sync

@@ -13,6 +13,7 @@ truncate -s 64M "$disk"
 sock=$tmpdir/a
 start_nbdkit "$sock" --filter="$FILTER" file "$disk" deadline-dispatch=next
 grep -q 'dispatch=next -> next' "$sock.log"
+expect_dispatch "$sock" next
 ./integrity -c 4 -d 16 -n 15000 -s 3 -m "$tmpdir/model" "$sock"
 stop_nbdkit "$sock"
 ./integrity --compare "$disk" "$tmpdir/model"
@@ -20,12 +21,14 @@ stop_nbdkit "$sock"
 sock=$tmpdir/b
 start_nbdkit "$sock" --filter="$FILTER" memory 64M
 grep -q 'dispatch=auto -> next' "$sock.log"
+expect_dispatch "$sock" next
 ./integrity -c 4 -d 16 -n 15000 -s 4 "$sock"
 stop_nbdkit "$sock"
 
 sock=$tmpdir/c
 start_nbdkit "$sock" --filter="$FILTER" --filter=nofilter file "$disk"
 grep -q 'dispatch=auto -> next' "$sock.log"
+expect_dispatch "$sock" next
 ./integrity -c 4 -d 16 -n 15000 -s 5 "$sock"
 stop_nbdkit "$sock"
 echo "$0: PASS"

@@ -12,7 +12,7 @@ sock=$tmpdir/sock
 size=$((16*1024*1024 + 1234))
 truncate -s $size "$disk"
 start_nbdkit "$sock" --filter="$FILTER" file "$disk"
-grep -q 'dispatch=auto -> direct' "$sock.log"
+expect_dispatch "$sock" direct
 ./integrity -c 4 -d 16 -n 8000 -s 6 -m "$tmpdir/model" "$sock"
 stop_nbdkit "$sock"
 [ "$(stat -c %s "$disk")" = $size ] || { echo "$0: FAIL: size changed to $(stat -c %s "$disk")"; exit 1; }

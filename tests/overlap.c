@@ -14,7 +14,8 @@
  * the other in arrival order.
  *
  * Each round sends OPS requests (reads, writes, zeroes; aligned and
- * unaligned; a few FUA) into WINDOWS small regions, rotating over CONNS
+ * unaligned, some of a few bytes into the same few blocks; a few FUA)
+ * into WINDOWS small regions, rotating over CONNS
  * connections, all without waiting for answers.  Before sending the next
  * request it waits until the filter's requests_total (control socket
  * CTL) shows the last one arrived, so the arrival order is the sending
@@ -154,7 +155,15 @@ make_op (struct op *o, int windows, uint64_t id)
   size_t i;
 
   o->kind = k < 40 ? K_READ : k < 85 ? K_WRITE : K_ZERO;
-  if (a < 50) {                 /* whole 4 KiB blocks */
+  if (a < 25) {                 /* a few bytes in one of the window's
+                                   first two 512 byte blocks: requests into
+                                   the same block that seldom overlap byte
+                                   for byte (read-modify-write on the
+                                   direct path) */
+    len = 1 + rnd () % 24;
+    off = 512 * (rnd () % 2) + rnd () % (512 - len + 1);
+  }
+  else if (a < 55) {            /* whole 4 KiB blocks */
     len = 4096 * (1 + rnd () % 4);
     off = 4096 * (rnd () % ((WINDOW - len) / 4096 + 1));
   }

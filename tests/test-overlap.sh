@@ -32,7 +32,7 @@ requires_slow_device
 
 seed=${OVERLAP_SEED:-$((RANDOM * 32768 + RANDOM))}
 echo "$0: seed $seed (OVERLAP_SEED to repeat)"
-rounds=6
+rounds=8
 delays=(delay-write=120ms delay-read=60ms delay-zero=20ms)
 fails=0
 

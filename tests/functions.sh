@@ -224,3 +224,42 @@ faulted_run ()
     rm -f "$errfile"
     return $rc
 }
+
+# ---- A slow block device (test-overlap.sh, test-sched-order.sh) ----
+
+# requires_slow_device: skip unless make_slow_device can work here
+# (root for the loop device, nbdfuse and /dev/fuse).
+requires_slow_device ()
+{
+    requires_root
+    requires nbdfuse --version
+    requires fusermount3 --version
+    requires losetup --version
+    requires test -c /dev/fuse
+}
+
+# make_slow_device DIR NBDKIT-ARGS...: a block device whose every
+# request is served by "nbdkit NBDKIT-ARGS" (e.g. --filter=delay memory
+# 64M delay-write=100ms): that nbdkit on DIR/bottom.sock, nbdfuse's file
+# DIR/fuse/nbd over it, and a loop device over that file with direct
+# I/O (so that no request is absorbed by the page cache) and no
+# scheduler of its own.  The filter's direct path can then be given a
+# slow device.  Sets $slowdev; everything is removed at exit.  (Not in
+# $(...): the cleanups must be registered in this shell.)
+make_slow_device ()
+{
+    local dir=$1 dev
+    shift
+    mkdir -p "$dir"
+    start_nbdkit "$dir/bottom.sock" "$@" || return 1
+    mount_nbdfuse "$dir/bottom.sock" "$dir/fuse" || {
+        echo "$0: nbdfuse did not mount $dir/fuse" >&2; return 1; }
+    make_loop "$dir/fuse/nbd" --direct-io=on || return 1
+    dev=${loopdev#/dev/}
+    if [ "$(cat "/sys/block/$dev/loop/dio")" != 1 ]; then
+        echo "$0: $loopdev: direct I/O not enabled" >&2
+        return 1
+    fi
+    echo none > "/sys/block/$dev/queue/scheduler" || return 1
+    slowdev=$loopdev
+}

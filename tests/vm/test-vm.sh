@@ -38,6 +38,7 @@ top_builddir=${abs_top_builddir:-$top_srcdir}
 : "${VM_CONFIG:=deadline}" "${VM_FILES:=150}" "${VM_FLOOD_MB:=64}"
 : "${VM_WARM:=10}" "${VM_CAT_TIMEOUT:=90}" "${VM_MAX_VS_IDLE:=5}"
 : "${SLOWDISK_ARGS:=size=4G rate=20M}" "${QEMU_ACCEL:=tcg}" "${VM_MEM:=512}"
+: "${VM_WBT:=0}"
 THREADS=128     # the kernel client's 128 tags (tests/vm/README)
 export FILTER SLOWDISK CTL NBDKIT
 
@@ -102,7 +103,7 @@ mkfifo "$tmp/ser.in" "$tmp/ser.out"
 qemu-system-x86_64 -accel "$QEMU_ACCEL" -m "$VM_MEM" -smp 1 \
     -display none -nodefaults -no-reboot \
     -kernel "$KERNEL" -initrd "$INITRD" \
-    -append "console=ttyS0 quiet loglevel=4 panic=-1 amiw.mode=check amiw.files=$VM_FILES amiw.flood=dd amiw.mb=$VM_FLOOD_MB amiw.warm=$VM_WARM amiw.timeout=$VM_CAT_TIMEOUT" \
+    -append "console=ttyS0 quiet loglevel=4 panic=-1 amiw.mode=check amiw.wbt=$VM_WBT amiw.files=$VM_FILES amiw.flood=dd amiw.mb=$VM_FLOOD_MB amiw.warm=$VM_WARM amiw.timeout=$VM_CAT_TIMEOUT" \
     -serial pipe:"$tmp/ser" \
     -chardev socket,id=nbd,path="$tmp/s2.sock" \
     -netdev user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:10809-chardev:nbd \

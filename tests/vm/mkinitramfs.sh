@@ -13,7 +13,10 @@
 #   busybox-static: the shell, mount, ip, find, xargs, cat, dd, md5sum...;
 #   nbd-client, dbench (and its client.txt): dynamically linked, so the
 #       shared libraries they need are copied from this machine (Debian 12
-#       like the packages), those of libnl and popt from their packages.
+#       like the packages), those of libnl and popt from their packages;
+#   mke2fs (as mkfs.ext4, for make check-vm) and /etc/mke2fs.conf from
+#       this machine's e2fsprogs (build-aux/setup-deps installs it), with
+#       its libraries.
 # The guest's /init is tests/vm/guest-init.  The initramfs is named after
 # a hash of its inputs, so a changed init or package rebuilds it and an
 # unchanged one is reused.  Exit 77 (with the reason on stderr) when the
@@ -74,6 +77,11 @@ for a in $("$root/bin/busybox" --list); do
     [ -e "$root/bin/$a" ] || ln -s busybox "$root/bin/$a"
 done
 cp "$x/pkg/sbin/nbd-client" "$x/pkg/usr/bin/dbench" "$root/bin/"
+mke2fs=$(command -v mke2fs || echo /sbin/mke2fs)
+[ -x "$mke2fs" ] || die "mke2fs not found (apt-get install e2fsprogs)"
+rm -f "$root/bin/mkfs.ext4"     # busybox's applet list may hold one
+cp "$mke2fs" "$root/bin/mkfs.ext4"
+[ -f /etc/mke2fs.conf ] && cp /etc/mke2fs.conf "$root/etc/"
 cp "$x/pkg/usr/share/dbench/client.txt" "$root/usr/share/client.txt"
 cp "$here/guest-init" "$root/init"
 chmod 755 "$root/init"
@@ -82,7 +90,7 @@ chmod 755 "$root/init"
 # those the packages above brought.
 libpath=$x/pkg/lib/x86_64-linux-gnu:$x/pkg/usr/lib/x86_64-linux-gnu
 mkdir -p "$root/lib/x86_64-linux-gnu"
-for b in "$root/bin/nbd-client" "$root/bin/dbench"; do
+for b in "$root/bin/nbd-client" "$root/bin/dbench" "$root/bin/mkfs.ext4"; do
     LD_LIBRARY_PATH=$libpath ldd "$b" > "$x/ldd" || die "ldd $b failed"
     if grep -q 'not found' "$x/ldd"; then
         die "$(basename "$b") needs libraries this machine lacks: $(grep 'not found' "$x/ldd" | tr -s ' \t' ' ')"
@@ -99,7 +107,7 @@ done
 # Modules and their dependencies, in load order (depth first).
 declare -A path seen
 while read -r f; do
-    n=$(basename "$f" .ko); path[${n//-/_}]=$f
+    n=${f##*/}; n=${n%.ko}; path[${n//-/_}]=$f
 done < <(find "$mods" -name '*.ko')
 order=()
 want ()

@@ -157,6 +157,21 @@ main (void)
   now += 3 * MS;
   writes_go_next (s);
 
+  /* ... and it bounds the wait: a reader known to come back in 4 ms is
+   * waited for 5 ms, not 1.5 x 4 ms + 1 ms = 7 ms.
+   */
+  s = mksched (&t, 1);
+  flood (s, 64);
+  for (i = 0; i < 8; i++) {
+    serve_read (s, (uint64_t) i * 4 * KiB, READER);
+    now += 4 * MS;
+  }
+  serve_read (s, 8 * 4 * KiB, READER);
+  CHECK (dl_dispatch (s, now) == NULL);
+  CHECK_EQ (dl_next_timer (s, now), now + 5 * MS);
+  now += 5 * MS;
+  writes_go_next (s);
+
   /* The device's idle time is the read batch's too: each wait that a
    * read ends costs the batch a quarter of a seek, so a reader that
    * always comes back ends its batch after fifo_batch / (1 + seek_cost

@@ -44,5 +44,18 @@ main (void)
   CHECK_EQ (a.count, 3);
   CHECK_EQ (a.min, 0);
   CHECK_EQ (a.max, UINT64_MAX);
+
+  /* Merged into an empty histogram: the source's minimum, not 0. */
+  {
+    static struct dl_hist e, c;
+
+    dl_hist_add (&c, 5000);
+    dl_hist_add (&c, 7000);
+    dl_hist_merge (&e, &c);
+    CHECK_EQ (e.count, 2);
+    CHECK_EQ (e.min, 5000);
+    CHECK_EQ (e.max, 7000);
+    CHECK (dl_hist_percentile (&e, 0) == 5000);
+  }
   return test_result ("hist");
 }

@@ -45,6 +45,15 @@ main (void)
   CHECK_EQ (c->nr_members, 2);
   CHECK (c->next_member == b);
   CHECK_EQ (b->arrival_ns, now);
+  /* The grown unit covers the appended read for the hazard rule too: a
+   * write over that read alone is held until the unit completes.
+   */
+  {
+    uint64_t h = stats (s).hazard_holds;
+
+    ins (s, DL_OP_WRITE, (1 << 20) + 4 * KiB, 4 * KiB);
+    CHECK_EQ (stats (s).hazard_holds, h + 1);
+  }
 
   finish (s);
   return test_result ("merge-back");

@@ -23,6 +23,11 @@ main (void)
    */
   now = 1 * MS;
   old = ins (s, DL_OP_READ, 100ULL << 20, 4 * KiB);
+  /* A read in between, far above: when the merged unit is queued again
+   * it is older than the FIFO's tail, and must still be its head.
+   */
+  now = 200 * MS;
+  ins (s, DL_OP_READ, 200ULL << 20, 4 * KiB);
   now = 400 * MS;
   u = ins (s, DL_OP_READ, (100ULL << 20) - 4 * KiB, 4 * KiB);
   CHECK_EQ (stats (s).merged_front, 1);

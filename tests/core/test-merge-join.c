@@ -51,6 +51,30 @@ main (void)
     CHECK_EQ (dl_waiting (s), 2);
     CHECK_EQ (stats (s).merged_units, 1);
   }
+  /* After a front merge the grown unit may touch the previous one: they
+   * join only if they may merge.  Not an FUA write with a plain one ...
+   */
+  {
+    struct dl_req *p, *r;
+    uint64_t w = dl_waiting (s);
+
+    p = ins_flags (s, DL_OP_WRITE, 2 << 20, 4 * KiB, DL_F_FUA);
+    ins (s, DL_OP_WRITE, (2 << 20) + 8 * KiB, 4 * KiB);
+    r = ins (s, DL_OP_WRITE, (2 << 20) + 4 * KiB, 4 * KiB); /* front merge */
+    CHECK_EQ (stats (s).merged_front, 1);
+    CHECK_EQ (dl_waiting (s), w + 2);
+    CHECK_EQ (p->nr_members, 1);
+    CHECK_EQ (r->nr_members, 2);
+    /* ... nor past max_merge (8 KiB + 8 KiB). */
+    p = ins (s, DL_OP_WRITE, 3 << 20, 8 * KiB);
+    ins (s, DL_OP_WRITE, (3 << 20) + 12 * KiB, 4 * KiB);
+    r = ins (s, DL_OP_WRITE, (3 << 20) + 8 * KiB, 4 * KiB);  /* front merge */
+    CHECK_EQ (stats (s).merged_front, 2);
+    CHECK_EQ (dl_waiting (s), w + 4);
+    CHECK_EQ (p->unit_length, 8 * KiB);
+    CHECK_EQ (r->unit_length, 8 * KiB);
+    CHECK_EQ (stats (s).merged_units, 1);
+  }
 
   finish (s);
   return test_result ("merge-join");

@@ -9,7 +9,7 @@ main (void)
 {
   struct dl_tunables t;
   struct dl_sched *s;
-  struct dl_req *u;
+  struct dl_req *u, *behind = NULL;
   static const uint64_t mib[] = { 5, 3, 9, 1, 7 };
   static const uint64_t want[] = { 1, 3, 5, 7, 9 };
   size_t i;
@@ -30,9 +30,20 @@ main (void)
     u = dispatch_complete (s);
     REQUIRE (u != NULL);
     CHECK_EQ (u->unit_offset, want[i] << 20);
+    /* A read arriving behind the head during the sweep (at 2 MiB, once
+     * 3 MiB has gone) does not join it: the sweep goes on upwards.
+     */
+    if (i == 1)
+      behind = ins (s, DL_OP_READ, 2 << 20, 4 * KiB);
   }
   /* All in the one batch that the first read started. */
   CHECK_EQ (stats (s).batches[DL_READ], 1);
+  /* The read behind the head waited for the sweep's end: it starts the
+   * next batch.
+   */
+  u = dispatch_complete (s);
+  CHECK (u == behind);
+  CHECK_EQ (stats (s).batches[DL_READ], 2);
 
   /* Same for writes, once a write batch is in progress (a batch in a
    * new direction starts at its oldest request, see switch-oldest).

@@ -1,7 +1,8 @@
 /* Rule (mq-deadline's fix to the seed): a new batch in a new direction
  * starts at the oldest request of that direction, not at its lowest
  * offset (which starved high offsets); a new batch in the same
- * direction continues from the last position.
+ * direction continues from the last position, or at the oldest when
+ * nothing lies beyond it.
  */
 #include "testlib.h"
 
@@ -47,6 +48,32 @@ main (void)
    */
   u = first_read_after (DL_OP_READ, &old, &low);
   CHECK (u == low);
+
+  /* ... and where nothing is left above that position, at the oldest
+   * read, not back at the lowest offset (which would starve the high
+   * ones as the seed's direction change did).
+   */
+  {
+    struct dl_tunables t;
+    struct dl_sched *s;
+
+    dl_tunables_default (&t);
+    t.fifo_batch = 1;
+    s = mksched (&t, 1);
+    now = 0;
+    ins (s, DL_OP_READ, 100 << 20, 4 * KiB);
+    REQUIRE (dispatch_complete (s) != NULL);   /* a read batch, up high */
+    now = 1 * MS;
+    old = ins (s, DL_OP_READ, 50 << 20, 4 * KiB);
+    now = 2 * MS;
+    low = ins (s, DL_OP_READ, 1 << 20, 4 * KiB);
+    now = 3 * MS;                             /* nothing expired */
+    u = dispatch_complete (s);
+    CHECK (u == old);
+    CHECK_EQ (stats (s).batches[DL_READ], 2);
+    CHECK_EQ (stats (s).expired[DL_READ], 0);
+    finish (s);
+  }
 
   return test_result ("switch-oldest");
 }

@@ -45,6 +45,28 @@ main (void)
   CHECK_EQ (stats (s).starved_switches, 3);
   finish (s);
 
+  /* Only read batches started while writes waited count: after a run
+   * of reads alone, a write that arrives still waits for
+   * writes_starved read batches (R R W), it does not go at once.
+   */
+  s = mksched (&t, 1);
+  for (i = 0; i < 4; i++)
+    ins (s, DL_OP_READ, (i + 1) << 20, 4 * KiB);
+  for (i = 0; i < 4; i++) {
+    u = dispatch_complete (s);
+    REQUIRE (u != NULL);
+    CHECK_EQ (u->op, DL_OP_READ);
+  }
+  for (i = 0; i < 4; i++)
+    ins (s, DL_OP_READ, (i + 10) << 20, 4 * KiB);
+  ins (s, DL_OP_WRITE, 100 << 20, 4 * KiB);
+  for (i = 0; i < 3; i++) {
+    u = dispatch_complete (s);
+    REQUIRE (u != NULL);
+    CHECK_EQ (u->op, i < 2 ? DL_OP_READ : DL_OP_WRITE);
+  }
+  finish (s);
+
   /* writes_starved = 0: writes go first whenever they wait. */
   t.writes_starved = 0;
   s = mksched (&t, 1);

@@ -14,7 +14,9 @@
 # Then a random 4 KiB reader at depth 1: dependent, but far apart, so
 # anticipation rarely pays and must learn so.
 #
-# Configurations: the seed (anticipate=0 preempt=off), each mechanism
+# Configurations: the seed (deadline-profile=seed: the 2002 patch),
+# the defaults with both extensions off (anticipate=0 preempt=off: not
+# the seed, it keeps the write deadline and the size cost), each mechanism
 # alone, the defaults (both), the defaults before 256 KiB units and
 # preempt-min 16, elevator, and the baseline: the slow disk served
 # without the filter (nbdkit slowdisk alone, no scheduler).  Every
@@ -133,7 +135,8 @@ PY
     echo
 }
 
-seed="seed (anticipate=0 preempt=off)|deadline-anticipate=0 deadline-preempt=off"
+seed="seed (profile=seed)|deadline-profile=seed"
+noext="no extensions (anticipate=0 preempt=off)|deadline-anticipate=0 deadline-preempt=off"
 defaults="defaults (both)|"
 echo "bench-antic: command: $cmdline"
 echo "commit: $(git -C "$here/.." describe --always --dirty --abbrev=10 2>/dev/null || echo '?') (one build for every row); $(date -u '+%F %T') UTC; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -142,6 +145,7 @@ echo "slow disk: $disk (filter defaults unless named); ${secs} s per load; media
 echo
 section "dependent reader: sequential 16 KiB at depth 1" read 16k 1 \
     "$seed" \
+    "$noext" \
     "anticipation alone|deadline-preempt=off" \
     "preemption alone|deadline-anticipate=0" \
     "$defaults" \

@@ -85,8 +85,8 @@ sed -e 's|^#\([a-z-]* =\)|\1|' \
     -e "s|^control = .*|control = $tmpdir/t1.ctl|" \
     -e "s|^export-name = .*|export-name = t1|" \
     "$S/etc/nbd-deadline/example.conf" > "$NBD_DEADLINE_CONFDIR/t1.conf"
-grep -c '^[a-z]' "$NBD_DEADLINE_CONFDIR/t1.conf" | grep -qx 21 ||
-    fail "expected 21 keys in the example: $(grep -c '^[a-z]' "$NBD_DEADLINE_CONFDIR/t1.conf")"
+grep -c '^[a-z]' "$NBD_DEADLINE_CONFDIR/t1.conf" | grep -qx 24 ||
+    fail "expected 24 keys in the example: $(grep -c '^[a-z]' "$NBD_DEADLINE_CONFDIR/t1.conf")"
 # (Options go before the instance name; ExecStart's last word is it.)
 rc=0; "${cmd[@]:0:${#cmd[@]}-1}" --dry-run "${cmd[-1]}" >"$tmpdir/dry" 2>&1 || rc=$?
 [ $rc = 0 ] || { cat "$tmpdir/dry"; fail "dry run: exit $rc"; }

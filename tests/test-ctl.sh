@@ -94,6 +94,19 @@ refuse "seek_cost" set fifo_batch=99 seek_cost=x
 [ "$(ctl --raw get fifo_batch | cut -d' ' -f2)" = 8 ] || fail "partial set applied"
 refuse "unknown command" frobnicate
 
+# A profile is a preset: it applies before the keys set beside it,
+# wherever it stands in the command; get profile names it.
+ctl set fifo_batch=16 profile=seed >/dev/null
+[ "$(ctl --raw get profile fifo_batch write_expire size_cost seed_batches | tr '\n' ' ')" = \
+  "profile custom fifo_batch 16 write_expire 0s size_cost off seed_batches on " ] ||
+    fail "set fifo_batch=16 profile=seed: $(ctl --raw get | tr '\n' ' ')"
+ctl set profile=seed >/dev/null
+[ "$(ctl --raw get profile)" = "profile seed" ] || fail "get profile after set profile=seed"
+refuse "profile" set profile=bogus
+ctl set profile=default read_expire=1ms fifo_batch=8 seek_cost=4 front_merges=off >/dev/null
+[ "$(ctl --raw get profile write_expire)" = "profile custom
+write_expire 5s" ] || fail "set profile=default"
+
 
 # Scheduler switch at run time, with I/O still correct.
 ctl scheduler noop | grep -qx 'scheduler *noop' || fail "scheduler noop"

@@ -361,8 +361,9 @@ cmd_set (struct client *cl, char **argv, int argc)
 {
   struct dl_tunables t;
   const char *keys[MAX_ARGS];
+  const char *values[MAX_ARGS];
   char msg[200];
-  int i;
+  int i, pass;
 
   if (argc < 2) {
     error_reply (cl, "set: give KEY=VALUE");
@@ -377,16 +378,24 @@ cmd_set (struct client *cl, char **argv, int argc)
       return;
     }
     *eq = '\0';
+    values[i] = eq + 1;
     keys[i] = canonical_key (argv[i]);
     if (keys[i] == NULL) {
       error_reply (cl, "unknown tunable '%s'", argv[i]);
       return;
     }
-    if (dl_tunable_set (&t, keys[i], eq + 1, msg, sizeof msg) != 0) {
-      error_reply (cl, "%s", msg);
-      return;
-    }
   }
+  /* A profile is a preset: it applies before the keys named beside it,
+   * wherever it stands, as deadline-profile does on the command line. */
+  for (pass = 0; pass < 2; ++pass)
+    for (i = 1; i < argc; ++i) {
+      if ((strcmp (keys[i], "profile") == 0) != (pass == 0))
+        continue;
+      if (dl_tunable_set (&t, keys[i], values[i], msg, sizeof msg) != 0) {
+        error_reply (cl, "%s", msg);
+        return;
+      }
+    }
   if (engine_set_tunables (cl->c->e, &t, msg, sizeof msg) != 0) {
     error_reply (cl, "%s", msg);
     return;

@@ -69,7 +69,14 @@ run ()
     echo "$name: $conns connections x $depth in flight; peak $peak_thr threads;" \
          "peak RSS $((hwm / 1024)) MiB (at rest $((base / 1024)) MiB;" \
          "payload in flight at most $((payload >> 20)) MiB; bound $((bound / 1024)) MiB)"
-    [ "$hwm" -le "$bound" ] || { echo "FAIL: $name: peak RSS over the bound"; return 1; }
+    # Under the sanitizers RSS is mostly theirs (shadow memory, the
+    # allocator's quarantine, per-thread caches: ~1 GiB here), not the
+    # filter's: the plain build checks the bound.
+    if [ -n "${SANITIZER_PRELOAD:-}" ]; then
+        echo "$name: RSS bound not checked in a sanitizer build"
+    else
+        [ "$hwm" -le "$bound" ] || { echo "FAIL: $name: peak RSS over the bound"; return 1; }
+    fi
     # Waiting, ms: one turnover of the queue = run time x in flight / ops.
     turn=$(( (t1 - t0) / 1000000 * conns * depth / ops ))
     limit=$(( 3 * turn + 1000 ))

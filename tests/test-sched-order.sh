@@ -64,10 +64,10 @@ probe ()                        # PATH SCHED
     local path=$1 sched=$2 sock=$tmpdir/$1-$2 out rc=0
     n=-1
     start_target "$path" "$sock" deadline-scheduler="$sched" || { fail "$path: nbdkit"; return; }
-    # -t 150: time for every write to reach the scheduler even under a
-    # sanitizer on a loaded machine (30 ms was not), while only a few
-    # of the 100 ms writes complete.
-    out=$(./order-probe -w 64 -t 150 "$sock") || rc=$?
+    # -t 150, and then until the control socket counts all 64 writes
+    # in the filter (under a sanitizer on a loaded machine 150 ms was
+    # not always enough), while only a few of the 100 ms writes complete.
+    out=$(./order-probe -w 64 -t 150 -c "$sock.ctl" "$sock") || rc=$?
     stop_nbdkit "$sock"
     echo "$path $sched: ${out:-no result}"
     if [ $rc != 0 ]; then
@@ -92,7 +92,7 @@ for path in next direct; do
     sock=$tmpdir/$path-flush
     start_target $path "$sock" || { fail "$path: nbdkit"; continue; }
     rc=0
-    out=$(./order-probe -f -w 64 -t 150 "$sock") || rc=$?
+    out=$(./order-probe -f -w 64 -t 150 -c "$sock.ctl" "$sock") || rc=$?
     stop_nbdkit "$sock"
     echo "$path flush: ${out:-no result}"
     n=$(sed -n 's/.*writes_before_flush=\([0-9]*\).*/\1/p' <<<"$out")

@@ -75,6 +75,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/slowstack.sh
 . "$here/slowstack.sh"
+# shellcheck source=tests/vm/boot.sh
+. "$here/../tests/vm/boot.sh"
 cmdline="$0${*:+ $*}"
 RUNS=3 FLOODS=dd NFILES=300 FLOOD_MB=256 CAT_TIMEOUT=120 WARM=10 THREADS=128
 KEEP=0 VERBOSE=0 OUT='' QUEUE=filter
@@ -167,18 +169,7 @@ trap 'exit 130' INT TERM
 vm_run ()
 {
     local tag=$1 flood=$2 queue=$3 line limit deadline_s
-    rm -f "$tmp/ser.in" "$tmp/ser.out"
-    mkfifo "$tmp/ser.in" "$tmp/ser.out"
-    qemu-system-x86_64 -accel "$QEMU_ACCEL" -m "$VM_MEM" -smp 1 \
-        -display none -nodefaults -no-reboot \
-        -kernel "$KERNEL" -initrd "$INITRD" \
-        -append "console=ttyS0 quiet loglevel=4 panic=-1 amiw.flood=$flood amiw.mb=$FLOOD_MB amiw.warm=$WARM amiw.timeout=$CAT_TIMEOUT amiw.queue=$queue" \
-        -serial pipe:"$tmp/ser" \
-        -chardev socket,id=nbd,path="$tmp/s2.sock" \
-        -netdev user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:10809-chardev:nbd \
-        -device virtio-net-pci,netdev=n0 > "$tmp/$tag.qemu.log" 2>&1 &
-    QEMU_PID=$!
-    exec 4>"$tmp/ser.in"
+    vm_boot "$tmp/$tag.qemu.log" "amiw.flood=$flood amiw.mb=$FLOOD_MB amiw.warm=$WARM amiw.timeout=$CAT_TIMEOUT amiw.queue=$queue"
     # boot, two cats, warm-up, md5 check, with room to spare
     limit=$(( $(date +%s) + 120 + 2 * CAT_TIMEOUT + WARM ))
     while :; do

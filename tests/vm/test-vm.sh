@@ -74,6 +74,8 @@ read -r KERNEL INITRD <<< "$vm"
 
 # shellcheck source=bench/slowstack.sh
 . "$top_srcdir/bench/slowstack.sh"
+# shellcheck source=tests/vm/boot.sh
+. "$srcdir/boot.sh"
 tmp=$(mktemp -d /tmp/check-vm.XXXXXX)
 data=$(mktemp /dev/shm/check-vm-disk.XXXXXX)
 SS_DIR=$tmp
@@ -102,18 +104,7 @@ echo "check-vm: $(basename "$KERNEL") under qemu $QEMU_ACCEL; config $VM_CONFIG;
      "slowdisk $SLOWDISK_ARGS; $VM_FILES files; flood $VM_FLOOD_MB MiB"
 ss_up vm "$(ss_spec "$VM_CONFIG")" "$data" || fail "the stack did not come up (logs in $tmp)"
 
-rm -f "$tmp/ser.in" "$tmp/ser.out"
-mkfifo "$tmp/ser.in" "$tmp/ser.out"
-qemu-system-x86_64 -accel "$QEMU_ACCEL" -m "$VM_MEM" -smp 1 \
-    -display none -nodefaults -no-reboot \
-    -kernel "$KERNEL" -initrd "$INITRD" \
-    -append "console=ttyS0 quiet loglevel=4 panic=-1 amiw.mode=check amiw.cats=$VM_CATS amiw.wbt=$VM_WBT amiw.files=$VM_FILES amiw.flood=dd amiw.mb=$VM_FLOOD_MB amiw.warm=$VM_WARM amiw.timeout=$VM_CAT_TIMEOUT" \
-    -serial pipe:"$tmp/ser" \
-    -chardev socket,id=nbd,path="$tmp/s2.sock" \
-    -netdev user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:10809-chardev:nbd \
-    -device virtio-net-pci,netdev=n0 > "$tmp/qemu.log" 2>&1 &
-QEMU_PID=$!
-exec 4>"$tmp/ser.in"
+vm_boot "$tmp/qemu.log" "amiw.mode=check amiw.cats=$VM_CATS amiw.wbt=$VM_WBT amiw.files=$VM_FILES amiw.flood=dd amiw.mb=$VM_FLOOD_MB amiw.warm=$VM_WARM amiw.timeout=$VM_CAT_TIMEOUT"
 # boot, mkfs, the files, two cats, the warm-up, with room to spare
 limit=$(( $(date +%s) + 300 + (1 + VM_CATS) * VM_CAT_TIMEOUT + VM_WARM ))
 res= guestfail= done=

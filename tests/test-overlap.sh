@@ -63,8 +63,7 @@ run ()
 sock=$tmpdir/next
 start_nbdkit "$sock" --filter="$FILTER" --filter=delay memory 64M "${delays[@]}" \
     deadline-dispatch=next deadline-depth=16 deadline-control="$sock.ctl" || exit 1
-grep -q 'dispatch=next -> next' "$sock.log" || {
-    echo "$0: FAIL: the next path was not taken"; grep deadline: "$sock.log"; exit 1; }
+expect_dispatch "$sock" next || exit 1
 run next "$sock"
 stop_nbdkit "$sock"
 
@@ -74,7 +73,7 @@ make_slow_device "$tmpdir/slow" --filter=delay memory 64M "${delays[@]}" || {
 sock=$tmpdir/direct
 start_nbdkit "$sock" --filter="$FILTER" file "$slowdev" \
     deadline-dispatch=direct deadline-depth=16 deadline-control="$sock.ctl" || exit 1
-grep -q 'dispatch=direct -> direct' "$sock.log" && grep -q '(block device)' "$sock.log" || {
+expect_dispatch "$sock" direct && grep -q '(block device)' "$sock.log" || {
     echo "$0: FAIL: the direct path on the block device was not taken"
     grep deadline: "$sock.log"; exit 1; }
 run direct "$sock"

@@ -54,8 +54,7 @@ start_target ()
         start_nbdkit "$sock" -t 128 --filter="$FILTER" file "$slowdev" \
             deadline-dispatch=direct deadline-control="$sock.ctl" "$@" || return 1
     fi
-    grep -q "dispatch=$path -> $path" "$sock.log" || {
-        echo "$0: the $path path was not taken:"; grep deadline: "$sock.log"; return 1; }
+    expect_dispatch "$sock" "$path"
 }
 
 # 1. The flood.

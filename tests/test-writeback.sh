@@ -50,24 +50,12 @@ if [ "$(id -u)" != 0 ] || [ ! -c /dev/fuse ] ||
     exit 77
 fi
 
-# below NAME NBDKIT-ARGS...: serve a RAM disk with plain nbdkit, make it
-# a file with nbdfuse and a block device with a direct-I/O loop device
-# ($loopdev).
-below ()
-{
-    local name=$1
-    shift
-    start_nbdkit "$tmpdir/$name" "$@" || return 1
-    mount_nbdfuse "$tmpdir/$name" "$tmpdir/$name.fuse" || return 1
-    make_loop "$tmpdir/$name.fuse/nbd" --direct-io=on
-}
-
 # 2. A slow device: 20 ms a write.
 src=$tmpdir/data
 head -c 8M /dev/urandom > "$src"
-if below slow --filter=delay memory 64M wdelay=20ms; then
+if make_slow_device "$tmpdir/slow" --filter=delay memory 64M wdelay=20ms; then
     sock=$tmpdir/s2
-    start_nbdkit "$sock" --filter="$FILTER" file "$loopdev" deadline-writeback=64M
+    start_nbdkit "$sock" --filter="$FILTER" file "$slowdev" deadline-writeback=64M
     expect_dispatch "$sock" direct || fail "slow device: not the direct path"
     t0=$(date +%s%N)
     nbdcopy "$src" "nbd+unix:///?socket=$sock" || fail "slow device: nbdcopy"
@@ -75,7 +63,7 @@ if below slow --filter=delay memory 64M wdelay=20ms; then
     # What the device holds the moment every write has its answer: read
     # from the RAM disk itself, through its own NBD socket (below FUSE's
     # and the loop device's caches): not yet everything.
-    nbdcopy "nbd+unix:///?socket=$tmpdir/slow" "$tmpdir/snap.full" ||
+    nbdcopy "nbd+unix:///?socket=$tmpdir/slow/bottom.sock" "$tmpdir/snap.full" ||
         fail "slow device: reading it"
     head -c 8M "$tmpdir/snap.full" > "$tmpdir/snap"
     have=0
@@ -91,7 +79,7 @@ if below slow --filter=delay memory 64M wdelay=20ms; then
         # (test-shutdown.sh): there, the drain is judged by the device's
         # contents (read below FUSE and the loop device) before the kill.
         if [ -n "${SANITIZER_PRELOAD:-}" ] &&
-           nbdcopy "nbd+unix:///?socket=$tmpdir/slow" "$tmpdir/after.full" &&
+           nbdcopy "nbd+unix:///?socket=$tmpdir/slow/bottom.sock" "$tmpdir/after.full" &&
            cmp -n 8388608 "$src" "$tmpdir/after.full"; then
             echo "2: nbdkit did not exit in 60 s (the sanitizer build's exit hang), the device held every answered byte"
             kill -9 "$pid"
@@ -107,15 +95,15 @@ if below slow --filter=delay memory 64M wdelay=20ms; then
     [ $have -lt 8 ] || fail "slow device: the device had every byte before the answers (not early)"
     [ $(( answered_ms * 2 )) -lt $device_ms ] ||
         fail "slow device: the answers took $answered_ms ms of the device's $device_ms ms (not early)"
-    cmp -n 8388608 "$src" "$loopdev" || fail "slow device: answered writes lost at shutdown"
+    cmp -n 8388608 "$src" "$slowdev" || fail "slow device: answered writes lost at shutdown"
 else
     fail "could not build the slow device"
 fi
 
 # 3. A device whose writes fail: the flush says so.
-if below bad --filter=error memory 64M error-pwrite-rate=100%; then
+if make_slow_device "$tmpdir/bad" --filter=error memory 64M error-pwrite-rate=100%; then
     sock=$tmpdir/s3
-    start_nbdkit "$sock" --filter="$FILTER" file "$loopdev" deadline-writeback=64M
+    start_nbdkit "$sock" --filter="$FILTER" file "$slowdev" deadline-writeback=64M
     expect_dispatch "$sock" direct || fail "failing device: not the direct path"
     rc=0
     nbdcopy --flush "$src" "nbd+unix:///?socket=$sock" 2>"$tmpdir/copy3.err" || rc=$?

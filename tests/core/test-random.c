@@ -10,13 +10,19 @@
  * Now and then the tunables change at run time, or everything waiting
  * is drained (a shutdown) and the run goes on.
  *
- * Usage: test-random [first-seed [seeds [ticks]]]
+ * Usage: test-random [--digest] [first-seed [seeds [ticks]]]
  *   default: seeds 1..400, 2000 ticks each (a few seconds)
  *   make check-long: many more of both
+ *   --digest: also print, per kind of run, a digest of every unit the
+ *     core dispatched and when: the same seeds give the same digests as
+ *     long as the core's decisions are the same (test-order-digest.sh
+ *     compares them with order-digest.expected, so that a change meant
+ *     to keep behaviour, a refactoring, is shown to keep it).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "model.h"
 
@@ -86,6 +92,43 @@ random_tunables (struct dl_tunables *t, int deadline_only)
  */
 static uint64_t predicted[4], runs_exact, runs_stopped;
 
+/* Order digests (--digest), FNV-1a 64 over each dispatched unit, by the
+ * kind the run started as: noop, elevator, deadline, seed batches, and
+ * deadline with an extension on (anticipate or preempt).
+ */
+static const char *const digest_names[] = {
+  "noop", "elevator", "deadline", "seed_batches", "extensions",
+};
+static uint64_t digest[5] = {
+  0xcbf29ce484222325ULL, 0xcbf29ce484222325ULL, 0xcbf29ce484222325ULL,
+  0xcbf29ce484222325ULL, 0xcbf29ce484222325ULL,
+};
+static int show_digest;
+
+static void
+digest_add (uint64_t *h, uint64_t v)
+{
+  int i;
+
+  for (i = 0; i < 8; i++) {
+    *h ^= (v >> (8 * i)) & 0xff;
+    *h *= 0x100000001b3ULL;
+  }
+}
+
+static void
+digest_unit (uint64_t *h, unsigned tick, const struct dl_req *u)
+{
+  const struct dl_req *m;
+
+  digest_add (h, tick);
+  digest_add (h, u->op);
+  digest_add (h, u->unit_offset);
+  digest_add (h, u->unit_length);
+  for (m = u; m; m = m->next_member)
+    digest_add (h, ((const struct mreq *) m->priv)->seq);
+}
+
 static int
 kind (const struct dl_tunables *t)
 {
@@ -142,7 +185,7 @@ run (uint64_t seed, unsigned ticks, uint64_t *units, uint64_t *maxwait)
   struct model m;
   uint32_t align;
   unsigned depth, tick, n;
-  int mixed;
+  int mixed, dkind;
 
   rng = seed * 0x9E3779B97F4A7C15ULL + 1;
   mixed = pick (3) == 0;        /* policies and tunables change too */
@@ -150,6 +193,8 @@ run (uint64_t seed, unsigned ticks, uint64_t *units, uint64_t *maxwait)
   align = aligns[pick (3)];
   depth = 1 + pick (8);
   model_init (&m, &t, align);
+  dkind = t.policy == DL_POLICY_DEADLINE &&
+    (t.anticipate_ns > 0 || t.preempt) ? 4 : kind (&t);
 
   for (tick = 0; tick < ticks; tick++) {
     /* Arrivals, at most 32 requests live so the model stays fast. */
@@ -161,6 +206,7 @@ run (uint64_t seed, unsigned ticks, uint64_t *units, uint64_t *maxwait)
       predicted[kind (&m.t)] += m.n_predicted - before;
       if (u == NULL)
         break;
+      digest_unit (&digest[dkind], tick, u);
     }
     if (m.ninflight)
       model_complete (&m, pick (m.ninflight));
@@ -187,10 +233,18 @@ run (uint64_t seed, unsigned ticks, uint64_t *units, uint64_t *maxwait)
 int
 main (int argc, char **argv)
 {
-  uint64_t first = argc > 1 ? strtoull (argv[1], NULL, 0) : 1;
-  uint64_t seeds = argc > 2 ? strtoull (argv[2], NULL, 0) : 400;
-  unsigned ticks = argc > 3 ? strtoul (argv[3], NULL, 0) : 2000;
-  uint64_t seed, units = 0, maxwait = 0;
+  uint64_t first, seeds, seed, units = 0, maxwait = 0;
+  unsigned ticks;
+  size_t k;
+
+  if (argc > 1 && strcmp (argv[1], "--digest") == 0) {
+    show_digest = 1;
+    argc--;
+    argv++;
+  }
+  first = argc > 1 ? strtoull (argv[1], NULL, 0) : 1;
+  seeds = argc > 2 ? strtoull (argv[2], NULL, 0) : 400;
+  ticks = argc > 3 ? strtoul (argv[3], NULL, 0) : 2000;
 
   for (seed = first; seed < first + seeds; seed++) {
     /* Say which seed is running, so a failure names its reproducer. */
@@ -209,5 +263,7 @@ main (int argc, char **argv)
   printf ("random: ok: seeds %" PRIu64 "..%" PRIu64 ", %u ticks each, "
           "%" PRIu64 " units dispatched, longest read wait %" PRIu64 " ms\n",
           first, first + seeds - 1, ticks, units, (uint64_t) (maxwait / MS));
+  for (k = 0; show_digest && k < sizeof digest / sizeof digest[0]; k++)
+    printf ("digest %s %016" PRIx64 "\n", digest_names[k], digest[k]);
   return 0;
 }

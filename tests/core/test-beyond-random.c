@@ -10,7 +10,10 @@
  *     outnumber the queued reads, the write gauge counts the writes at
  *     the device, and a write is held back only while another is there.
  *
- *   test-beyond-random [FIRST-SEED [SEEDS [STEPS]]]
+ *   test-beyond-random [--digest] [FIRST-SEED [SEEDS [STEPS]]]
+ *
+ * --digest also prints a digest of every unit dispatched and when
+ * (test-order-digest.sh pins it, as test-random's).
  */
 #include "testlib.h"
 
@@ -19,6 +22,31 @@
 
 static uint64_t rng;
 static uint64_t all_holds;      /* writes held back, every seed */
+static uint64_t digest = 0xcbf29ce484222325ULL;  /* FNV-1a 64 */
+
+static void
+digest_add (uint64_t v)
+{
+  int i;
+
+  for (i = 0; i < 8; i++) {
+    digest ^= (v >> (8 * i)) & 0xff;
+    digest *= 0x100000001b3ULL;
+  }
+}
+
+static void
+digest_unit (const struct dl_req *u)
+{
+  const struct dl_req *m;
+
+  digest_add (now);
+  digest_add (u->op);
+  digest_add (u->unit_offset);
+  digest_add (u->unit_length);
+  for (m = u; m; m = m->next_member)
+    digest_add ((uint64_t) (intptr_t) m->priv);
+}
 
 static uint64_t
 rnd (void)
@@ -87,6 +115,7 @@ run (uint64_t seed, int steps)
       int i;
 
       if (u) {
+        digest_unit (u);
         for (i = 0; i < ninfl; i++)
           REQUIRE (!conflicts (u, infl[i]));
         infl[ninfl++] = u;
@@ -98,6 +127,7 @@ run (uint64_t seed, int steps)
         now = when;
         u = dl_dispatch (s, now);
         REQUIRE (u != NULL);
+        digest_unit (u);
         infl[ninfl++] = u;
       }
     }
@@ -146,8 +176,10 @@ run (uint64_t seed, int steps)
   while (dl_waiting (s) > 0 || ninfl > 0) {
     struct dl_req *u, *m, *tmp;
 
-    while (ninfl < depth && (u = dl_dispatch (s, now)) != NULL)
+    while (ninfl < depth && (u = dl_dispatch (s, now)) != NULL) {
+      digest_unit (u);
       infl[ninfl++] = u;
+    }
     if (ninfl == 0) {
       uint64_t when = dl_next_timer (s, now);
       REQUIRE (when > now);
@@ -177,10 +209,17 @@ run (uint64_t seed, int steps)
 int
 main (int argc, char *argv[])
 {
-  uint64_t first = argc > 1 ? strtoull (argv[1], NULL, 0) : 1;
-  uint64_t seeds = argc > 2 ? strtoull (argv[2], NULL, 0) : 300;
-  int steps = argc > 3 ? atoi (argv[3]) : 4000;
-  uint64_t i, total = 0;
+  int show_digest = argc > 1 && strcmp (argv[1], "--digest") == 0;
+  uint64_t first, seeds, i, total = 0;
+  int steps;
+
+  if (show_digest) {
+    argc--;
+    argv++;
+  }
+  first = argc > 1 ? strtoull (argv[1], NULL, 0) : 1;
+  seeds = argc > 2 ? strtoull (argv[2], NULL, 0) : 300;
+  steps = argc > 3 ? atoi (argv[3]) : 4000;
 
   now = 1000 * MS;
   for (i = first; i < first + seeds; i++)
@@ -189,5 +228,7 @@ main (int argc, char *argv[])
           " writes held back\n", seeds, total, all_holds);
   if (seeds >= 100)
     CHECK (all_holds > 0);      /* the rule was exercised */
+  if (show_digest)
+    printf ("digest beyond %016" PRIx64 "\n", digest);
   return test_result ("beyond-random");
 }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-deadline: the whole AMIW comparison in one command.
 #
 #   sudo bench/amiw-all.sh [-q] [-d RESULTS_DIR] [-r RUNS]

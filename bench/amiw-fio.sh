@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-deadline: synthetic AMIW with fio's nbd engine on the slow disk.
 #
 #   sudo bench/amiw-fio.sh [-c "CONFIG ..."] [-t SECONDS] [-r RUNS] [-d RESULTS_DIR] [-x]

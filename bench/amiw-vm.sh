@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-deadline: the AMIW through the real kernel NBD client, in a VM.
 #
 #   sudo bench/amiw-vm.sh [-r RUNS] [-c "CONFIG ..."] [-W dd|dbench|both]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-deadline: the AMIW (Andrew Morton Interactive Workload) on a slow disk.
 #
 #   sudo bench/amiw.sh [-r RUNS] [-s "deadline elevator noop plain ..."]

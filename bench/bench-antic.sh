@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-deadline: a dependent reader under a write flood, on the slow disk.
 #
 #   bench/bench-antic.sh [SECONDS]

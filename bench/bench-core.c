@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench-core: what one request costs the scheduler core, against a
  * naive sorted-list scheduler, with N requests kept queued.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-deadline: fio benchmark of the filter against plain nbdkit file.
 #
 #   bench/bench-fio.sh [BACKING]

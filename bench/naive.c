@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The naive yardstick scheduler; see naive.h for what it is and why. */
 #include <stddef.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A deliberately naive deadline scheduler, the yardstick for bench-core.
  *
  * Same rules as the core's deadline policy in their simplest form (per

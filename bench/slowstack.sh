@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-deadline: the slow-disk stack under a scheduled nbdkit, sourced by
 # bench/amiw-vm.sh and bench/amiw-fio.sh (bash); bench/amiw.sh builds its
 # own stack and uses only ss_find_built, as do bench-fio.sh and bench-antic.sh.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: requests a well-behaved client never sends.
  *
  *   badreq SOCKET

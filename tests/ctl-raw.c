@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: a raw client of the control socket, for test-ctl-raw.sh.
  *
  *   ctl-raw SOCKET send BYTES     send BYTES as they are (no newline

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: read one counter from the filter's control socket, for
  * the end-to-end clients (overlap.c, order-probe.c).  One request per
  * connection ("stats\n"); the server answers "ok" then "NAME VALUE"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-deadline: helpers for the integration tests (sourced).
 #
 #   requires CMD...          skip (exit 77) if CMD is not installed;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: integrity tester.
  *
  * Drives an NBD export with random reads, writes, trims, zeroes, flushes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: observe the scheduler's order end to end.
  *
  *   order-probe [-w WRITES] [-g GAP] [-t MS] [-f] [-c CTL] SOCKET

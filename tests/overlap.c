@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: overlapping requests from several connections in flight
  * together, checked against the filter's hazard rule (test-overlap.sh).
  *

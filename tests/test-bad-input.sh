@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Bad input.  (1) Wrong parameter values, beyond those of test-params.sh
 # (empty, signs, overflow, stray spaces and units, wrong case, format
 # directives, very long): nbdkit refuses to start, exit status non-zero,

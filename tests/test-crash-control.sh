@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The crash test's negative control (issue 16): proof that
 # test-crash.sh can see the loss it looks for.  The early-ack filter
 # (tests/amiw/early-ack.c, built by make check as .libs/early-ack.so)

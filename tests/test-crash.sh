@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Crash consistency: a verified write workload (writes, zeroes, trims,
 # flushes and FUA, unaligned too) over 4 connections with 64 requests
 # in flight, and nbdkit killed with SIGKILL at a random moment while

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A second user cannot use the control socket: the file is 0600, and
 # even when its mode is opened up the server refuses a peer whose uid is
 # neither its own nor root's (SO_PEERCRED).  Needs root (to be a second

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The control socket against a raw client: overlong and non-printable
 # requests are refused, CRLF is accepted, a client that hangs up early
 # or says nothing is dropped (within the 5 s timeout) and blocks

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The control socket and nbd-deadline-ctl against a real nbdkit with the
 # filter: the socket is owner-only; stats reflect the I/O done; get/set
 # round-trip, bad keys and values are refused with one line naming the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Disconnects.  (1) Clients that vanish (SIGKILL) with hundreds of
 # requests queued in the scheduler, over and over, while another client
 # runs a verified workload: that client sees no error and no mismatch,

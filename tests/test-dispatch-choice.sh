@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Which path the filter takes, and that "direct" is refused wherever the
 # filter cannot show that it sits directly above the file plugin.
 source "$(dirname "$0")/functions.sh"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the engine on its own, without nbdkit.
  *
  *  1. bad parameters are refused with a reason;

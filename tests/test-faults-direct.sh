@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Fault injection through the direct path: real kernel I/O errors.  A
 # RAM disk whose requests fail at random (nbdkit's error filter over
 # the memory plugin) is made a file by nbdfuse and a block device by a

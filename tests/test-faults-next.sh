@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Fault injection through the "next" path: nbdkit's error filter below
 # the deadline filter fails a share of reads, writes, trims and zeroes
 # with EIO while the integrity tester runs 64 requests in flight over 4

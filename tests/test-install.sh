@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # make install DESTDIR=... puts every file where Debian expects it:
 # configured as a Debian package would be (--prefix=/usr --sysconfdir=/etc),
 # built in a scratch directory from this source tree.  Checks the list of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Integrity on a regular file through the direct (io_uring, O_DIRECT)
 # path: random mixed I/O, >= 64 in flight over 4 connections, checked
 # against a model; then the file itself is compared with the model.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Integrity on a block device (a loop device with direct I/O and 4 KiB
 # sectors, so that unaligned requests need read-modify-write and
 # unaligned zero/trim cannot use fallocate) through the direct path.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Integrity through the "next" path (requests performed by the layer
 # below, in scheduler order): forced on the file plugin, chosen by auto
 # over the memory plugin, and chosen by auto when a filter sits below.

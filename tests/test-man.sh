@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The man pages: built from POD, they render with man -l without a
 # single warning (groff's and man's), at two widths; each has the
 # sections a man page needs, and the filter's page documents every

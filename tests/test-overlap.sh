@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Overlapping requests from several connections in flight together,
 # end to end on both dispatch paths (issue 16).  The filter promises
 # (src/core/hazard.c; nbdkit-deadline-filter(1), THE SCHEDULER) that a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Overload: hundreds of connections and thousands of requests in flight
 # (integrity: 256 connections x 16 = 4096 requests, verified against the
 # model), through the direct and the next path.  Two bounds, both taken

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Every deadline-* parameter: its default, a valid value (seen in the
 # filter's "settings" debug line), and invalid values (nbdkit refuses to
 # start, exit status non-zero, one line of error naming the parameter);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nbdkit -r: the export is read-only and reads through the direct path
 # return the file's contents; also a file whose size is not a multiple
 # of the alignment.  Writes, trims and zeroes are refused as read-only

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Scheduling observed end to end, on both dispatch paths:
 #
 #   next    the memory plugin under nbdkit's log and delay filters

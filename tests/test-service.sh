@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The service: the units verify (systemd-analyze verify, with our man
 # pages on MANPATH so that Documentation= is checked too); the unit's
 # ExecStart, expanded as systemd would for an instance, started from the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Stopping nbdkit under load: requests are queued in the scheduler and in
 # flight at a slow layer below when SIGTERM arrives.  nbdkit must exit
 # promptly with status 0 (every queued request completed or failed, the

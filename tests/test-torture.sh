@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Torture: verified random operations (reads, writes, trims, zeroes,
 # flushes, FUA, unaligned) over 4 connections with 64 in flight, checked
 # against the model and then the backing compared byte for byte, under

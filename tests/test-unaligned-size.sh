@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A file whose size is not a multiple of the O_DIRECT alignment: the
 # partial last block is read and written correctly and the file never
 # grows.

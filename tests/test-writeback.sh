@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The write-back window (deadline-writeback=SIZE, src/engine/writeback.c):
 # writes without FUA are answered once copied and reach the device
 # later.  What a client may rely on must still hold:

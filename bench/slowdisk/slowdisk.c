@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: slowdisk, an nbdkit plugin that models one spindle.
  *
  * The data lives in memory (allocated in chunks on first write, so an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: anticipation (beyond the seed: "deceptive idleness").
  *
  * A reader such as cat has one read at the device at a time.  When it

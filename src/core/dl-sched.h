@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the scheduler core.
  *
  * A pure implementation of the deadline I/O scheduler: requests go in,

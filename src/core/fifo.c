@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the FIFOs and their deadlines (rule: "read_fifo").
  *
  * One list per direction, ordered by the earliest arrival among a unit's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: overlapping requests never pass each other (rule added
  * for NBD; the kernel leaves it to the layers above the scheduler).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: a latency histogram for callers (the engine's per
  * direction latencies, the benchmarks).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: merges (rule: "merged with adjacent requests").
  *
  * A new request that touches a queued unit of the same kind becomes part

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the scheduler core's private state, shared by its files.
  * Nothing outside src/core includes this.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the scheduler core's entry points.
  *
  * This file only moves requests between the structures of the other

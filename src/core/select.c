@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: which unit goes to the device next (the seed's
  * deadline_next_request), one unit per call.
  *

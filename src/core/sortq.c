@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the sorted queues (rule: "sort_list").
  *
  * One red-black tree per direction holds the queued units ordered by

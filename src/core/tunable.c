@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the tunables, their defaults, limits and parsers.
  *
  * Every tunable is checked here and only here, with a one-line reason

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline-ctl: talk to the control socket of a running export.
  *
  * Sends one request line, reads the answer ("ok" then "NAME VALUE"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: opening the backing file or block device for O_DIRECT.
  *
  * Alignment is what O_DIRECT demands of offsets, lengths and memory:

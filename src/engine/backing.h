@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: opening the backing file or block device for O_DIRECT. */
 #ifndef NBD_DEADLINE_BACKING_H
 #define NBD_DEADLINE_BACKING_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: a pool of aligned bounce buffers. */
 #include <stdlib.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the control socket (see control.h for the protocol).
  *
  * Everything here after control_new runs on the engine's loop thread:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the control socket.
  *
  * A UNIX stream socket, served from the engine's libev loop (through

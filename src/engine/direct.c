@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: issuing units through io_uring on the O_DIRECT backing.
  *
  * Each unit in flight has an xfer: a small state machine driven by its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the engine's lifecycle, inbox and loop.
  *
  * Submitting threads never touch the scheduler: they append to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the engine.
  *
  * One engine per backing device.  It owns a scheduler instance (the

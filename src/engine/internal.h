@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the engine's private state, shared by its files.
  *
  *   engine.c    lifecycle, inbox, the loop, depth accounting, stats

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: issuing units through the layer below.
  *
  * The callback (the filter's next->pread etc.) blocks, and the loop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the write-back window (a volatile write cache).
  *
  * A scheduler orders only what waits in it.  A client with few request

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: what sits below the filter (a heuristic).
  *
  * nbdkit offers no API that tells a filter what is below it.  What a

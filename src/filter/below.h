@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: what sits below the filter (a heuristic). */
 #ifndef NBD_DEADLINE_BELOW_H
 #define NBD_DEADLINE_BELOW_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the nbdkit filter.
  *
  * Thin glue: every data request becomes an engine_req that the nbdkit

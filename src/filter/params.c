@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the filter's deadline-* parameters.
  *
  * Scheduler tunables are handed to the core's own parser (one source of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the filter's deadline-* parameters. */
 #ifndef NBD_DEADLINE_PARAMS_H
 #define NBD_DEADLINE_PARAMS_H

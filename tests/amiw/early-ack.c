@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The "early write ack" filter: answers a write without FUA once its
  * data is copied, performs it later on a pool of threads (keeping
  * overlapping writes in order), makes flush wait for all of them.  So

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-deadline: the AMIW, short, as a test (see bench/amiw.sh).
 #
 # ext4 over nbdfuse + loop over the filter over nbdfuse + loop over the

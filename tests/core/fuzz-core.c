@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: the input bytes are an operation stream driving the
  * core through the reference model (model.c), which aborts on any
  * violated invariant.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A plain main for the fuzz target, so that it runs without libFuzzer
  * (built with the ordinary compiler).
  *

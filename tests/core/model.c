@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the reference model (see model.h).
  *
  * Everything here is deliberately naive (linear scans over the live

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: a reference model that watches the core and checks the
  * invariants of the seed's rules on every call.  Shared by the
  * randomized test (test-random.c) and the fuzz target (fuzz-core.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the model's reference scheduler (see model.h).
  *
  * A second, naive implementation of the core's rules, written from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (beyond the seed: anticipation, anticipate.c): after a dependent
  * reader's read completes, a read batch with budget left waits up to
  * `anticipate` for its next read instead of ending and letting a write

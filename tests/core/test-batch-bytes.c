@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (fifo_batch, for merged units): a unit costs its batch 1 (or
  * seek_cost) plus 1 for every further 128 KiB it carries, so a batch of
  * large contiguous units lasts as long as the seed's batch of 64 small

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Randomized liveness and safety with the mechanisms beyond the seed
  * on (anticipation, read preemption), which the reference model of
  * test-random does not describe (it expects the seed's rules).  Checks:

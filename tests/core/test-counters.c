@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (struct dl_stats): every counter and gauge moves as the events
  * it names happen.
  */

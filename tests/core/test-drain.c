@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (dl_drain, shutdown): every waiting unit (queued, held, flush)
  * comes back exactly once so the caller can fail it; units in flight
  * must still be completed.

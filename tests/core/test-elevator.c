@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (policy elevator): one C-LOOK sweep over both directions: the
  * lowest unit at or after the end of the last one, wrapping to the
  * lowest; no deadlines, no batches.  This is the scheduler the seed

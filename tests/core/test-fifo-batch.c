@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (seed: fifo_batch, seek_cost, deadline_move_requests): a batch
  * ends once it has spent fifo_batch cost units, a unit contiguous with
  * the previous one costing 1 and a seek costing seek_cost: with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (NBD semantics): a flush covers only writes already completed,
  * so it never waits behind queued writes (nor reads): it goes first.
  * Several flushes waiting together are served by one unit.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (merge.c): requests merge only when op and flags are equal, so
  * an FUA write (which must be durable before it completes) merges only
  * with another FUA write, never with a plain one.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # A short libFuzzer run of fuzz-core in make check; skipped (77) when
 # clang's libFuzzer was not found by configure.  FUZZ_RUNS overrides
 # the number of runs and FUZZ_TIME the time cap in seconds (make fuzz

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (dl_sched_new's align): extents are rounded out to the device's
  * granularity before overlap is decided, so two writes into the same
  * 4 KiB block (a read-modify-write each) are ordered with align=4096,

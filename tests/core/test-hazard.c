@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (hazard.c; the kernel leaves this to upper layers, an NBD server
  * cannot): a request that overlaps an earlier live one, where either is
  * a write, is held until that one has completed, then queued with its

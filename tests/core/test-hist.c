@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (hist.c): a log-linear latency histogram whose percentiles are
  * within 12.5% of the true value; merge adds histograms.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (mq-deadline: max_sectors): a merged unit never exceeds
  * max_merge bytes; max_merge = 0 disables merging.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (seed: deadline_find_hash, ELEVATOR_BACK_MERGE): a request that
  * starts where a queued unit of the same direction, op and flags ends
  * is appended to it; the unit completes all its members.

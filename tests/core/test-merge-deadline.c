@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (seed: deadline_merge_request, "if dnext expires before drq,
  * assign its expire time"): a merged unit keeps the earliest deadline
  * of its members, whichever way the merge went.

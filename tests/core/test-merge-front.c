@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (seed: "checking for a front merge"): a request that ends where
  * a queued unit starts is prepended to it, unless front_merges is off.
  */

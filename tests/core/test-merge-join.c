@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (seed: elv_merge_requests / deadline_merge_request): when a back
  * merge makes a unit touch the next queued unit, the two become one,
  * keeping the earlier deadline and completing every member.

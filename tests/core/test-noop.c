@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (policy noop): units go in arrival order across both directions,
  * with merges only: no sorting, no batches, no deadlines.
  */

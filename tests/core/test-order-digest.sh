@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The core's decisions, pinned: test-random --digest and
 # test-beyond-random --digest (the extensions with readers known by
 # stream) run the same seeds as ever and print a digest of every unit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* deadline-profile (src/filter/params.c): the profile applies first,
  * then every tunable given by name, whatever the order of the
  * parameters; a bad profile name is refused in one line.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (beyond the seed: read preemption, select.c): a read arriving
  * during a write batch ends the batch once it has spent preempt_min
  * cost units, so reads wait less and writes still progress.  Off (the

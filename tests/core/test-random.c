@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Seeded randomized test of the core against the reference model
  * (model.c checks every invariant on every call).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (seed: read_fifo, deadline_check_fifo): when a new batch starts
  * and the oldest read has passed read_expire, the batch starts at that
  * read, not at the next one in sorted order.  Without expiry the new

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Profile seed: the dispatch order of the 2002 patch, on traces worked
  * out by hand from its rules (shared/seeds/001-patch-deadline-io-
  * scheduler.patch).  The rules used below, by the patch's names:

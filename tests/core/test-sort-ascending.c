@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (seed: sort_list, deadline_move_requests): within a batch the
  * units go to the device in ascending offset order, whatever order
  * they arrived in.

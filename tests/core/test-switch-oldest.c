@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (mq-deadline's fix to the seed): a new batch in a new direction
  * starts at the oldest request of that direction, not at its lowest
  * offset (which starved high offsets); a new batch in the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (merge.c): trim and write-zeroes are writes (they are ordered
  * and batched with writes) that never merge with data writes nor with
  * one another; zeroes that may trim never merge with ones that may not.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (dl_sched_set_tunables): the policy and every tunable change at
  * run time and apply to what is already queued; a bad set is refused
  * whole.

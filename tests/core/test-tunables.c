@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (tunable.c): every tunable parsed and validated, bad values
  * refused with -EINVAL and a one-line reason, leaving the tunables as
  * they were; keys with '_' or '-'.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (mq-deadline's write deadline): a write that has waited
  * write_expire forces a write batch even while reads keep coming and
  * writes_starved has not been reached; write_expire = 0 is the seed's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (beyond the seed: select.c, write_held): beside a reader that
  * waits for each read, writes take at most half of the device's slots
  * (one at the default depth of 2), so that the reader's next read waits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (seed: "finally, if there are pending write operations"): with
  * no reads queued, writes are dispatched at once, whatever starved is.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (seed: writes_starved): reads are preferred, but after
  * writes_starved read batches started while writes waited, the next
  * batch is a write batch.  With the default 2: R R W R R W ...

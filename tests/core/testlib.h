@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: a tiny helper for the core's unit tests.
  *
  * A fake clock (a plain uint64_t the test advances), request

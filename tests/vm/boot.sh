@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-deadline: boot the AMIW guest (sourced by tests/vm/test-vm.sh and
 # bench/amiw-vm.sh, which set tmp, KERNEL, INITRD, QEMU_ACCEL, VM_MEM).
 #

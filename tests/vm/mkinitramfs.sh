@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-deadline: the kernel and initramfs of the AMIW guest (tests/vm).
 #
 #   tests/vm/mkinitramfs.sh        # prints "KERNEL INITRAMFS" on success

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-deadline: `make check-vm`, the kernel NBD client through the filter.
 #
 # Debian's kernel under qemu (TCG) with nbd-client attaching the export

@@ -18,7 +18,7 @@ while IFS= read -r -d '' f; do
 done < <(find "$top/src" "$top/tests" "$top/bench" "$top/man" "$top/systemd" \
               "$top/build-aux" "$top/etc" \
               -path "$top/tests/breaks" -prune -o \
-              -type f \( -name '*.c' -o -name '*.h' -o -name '*.sh' -o \
+              -type f ! -name ltmain.sh \( -name '*.c' -o -name '*.h' -o -name '*.sh' -o \
                          -name '*.am' -o -name '*.pod' -o \( -name '*.in' ! -name Makefile.in ! -name config.h.in \) -o \
                          -name '*.fio' -o -name '*.service*' -o -name '*.socket' -o \
                          -name '*.conf' -o -name setup-deps \) -print0)

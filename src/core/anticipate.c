@@ -30,14 +30,12 @@
  *     writes_starved still bounds what the reader takes from the writes.
  *   - An expired write ends any wait: deadlines come first.
  *
- * The default ceiling, 20 ms, was measured on the slow-disk fixture
- * (bench/bench-antic.sh, on a loaded two-core machine): a sequential
- * reader at depth 1 under a deep sequential writer made 12.5 reads/s
- * with the seed, 64 with a 5 ms ceiling and 233 with 20 ms (median
- * 92 ms to 0.2 ms), while the writer kept 72.7, 72.2 and 70.0 MiB/s
- * (96%); a random reader at depth 32 was unchanged.  A loaded machine
- * or a deep client stack (loop + FUSE + ext4: 5-15 ms) makes think
- * times longer than the 2003 scheduler's 6 ms assumed.
+ * The default ceiling, 20 ms, is longer than the 2003 scheduler's 6 ms
+ * because a loaded machine or a deep client stack (loop, FUSE, a file
+ * system) makes think times longer; since the wait is the reader's own
+ * think time with a margin (hold_for), a long ceiling costs a quick
+ * reader nothing.  (The runs behind it: bench/results/tuning.md,
+ * "anticipate".)
  */
 #include <config.h>
 
@@ -168,10 +166,10 @@ reader_for (struct dl_sched *s, const struct dl_req *r, uint64_t now)
 
 /* How long to hold the device for this reader: its usual think time
  * with a margin, within anticipate.  anticipate is thus a ceiling, not
- * the wait: a reader that comes back in 0.3 ms costs the writes about
- * 1 ms of idling when it does not come, while one behind a deep stack
- * (loop device, FUSE, a file system: 5 to 15 ms here) can still be
- * waited for.  Until its pattern is known, the whole ceiling.
+ * the wait: a reader that comes back quickly costs the writes only its
+ * own think time and the slack when it does not come, while one behind
+ * a deep stack (loop device, FUSE, a file system) can still be waited
+ * for.  Until its pattern is known, the whole ceiling.
  */
 static uint64_t
 hold_for (const struct dl_sched *s, const struct dl_stream *st)

@@ -17,15 +17,12 @@
  * A merged unit keeps the earliest deadline of its members.
  *
  * max_merge is 256 KiB by default, not more, because a unit at the
- * device cannot be taken back: a read that arrives while two 1 MiB
- * writes are in flight on a 20 MB/s disk waits up to 100 ms for them,
- * whatever the scheduler decides.  Measured where it counts (the AMIW
- * cat under a dd flood, kernel nbd client in a guest, slow-disk
- * fixture): the filter's mean read latency during the cat went from
- * 56-61 ms with 1 MiB units to 38-41 ms with 128-256 KiB, the cat from
- * 21-23 s to 15-16 s, and the flood kept its rate (15 MiB/s; the guest
- * is the limit).  A disk streams 256 KiB units back to back as fast as
- * 1 MiB ones when the next is already queued (deadline-depth 2).
+ * device cannot be taken back: a read that arrives while large writes
+ * are in flight waits for all of them, whatever the scheduler decides,
+ * and on a slow disk that is tens of milliseconds per MiB.  A disk
+ * streams 256 KiB units back to back as fast as 1 MiB ones when the
+ * next is already queued (deadline-depth 2), so the writes lose little.
+ * (The runs behind this choice: bench/results/tuning.md, "max_merge".)
  */
 #include <config.h>
 

@@ -43,16 +43,11 @@
  * AMIW cat on every client path (bench/results/README).  preempt_min is
  * 16, one seek's worth: a write batch that starts with a seek still
  * writes its first unit, and writes_starved still gives the writes a
- * batch after every two read batches.  Measured with a kernel nbd
- * client in a guest (the AMIW cat under a dd flood, slow-disk fixture,
- * 256 KiB units): 16 gave 6.7 s and the flood 11.1 MiB/s, 32 gave
- * 15.9 s and 14.8 MiB/s, 8 no better than 16 (7.0 s); the seed takes
- * 75-107 s.  The writer pays
- * where a dependent reader keeps coming (fio, bench-antic.sh: 39% of
- * the seed's rate beside a reader at depth 1 that never pauses, which
- * goes from 14 to 650 reads/s).  A reader that keeps reads queued never
- * preempts: beside a random reader at depth 32 both rates are the
- * seed's (61.7 reads/s and 57.0 MiB/s, seed 61.8 and 57.3).
+ * batch after every two read batches; a larger value gives the writes
+ * more and the reader less.  The writer pays where a dependent reader
+ * keeps coming; a reader that keeps reads queued never preempts, so
+ * beside it both sides get what the seed gives them.  (The runs behind
+ * these choices: bench/results/tuning.md, "preempt".)
  *
  * The comparison policies use the same queues: noop serves units in
  * arrival order, elevator sweeps one C-LOOK over both directions with no

@@ -43,9 +43,9 @@ dl_tunables_default (struct dl_tunables *t)
   t->seek_cost = 16;
   t->writes_starved = 2;
   t->front_merges = true;
-  t->max_merge = 256 << 10;      /* measured: see merge.c */
-  t->anticipate_ns = 20 * MS;     /* a ceiling; measured: see anticipate.c */
-  t->preempt = true;             /* measured: see select.c */
+  t->max_merge = 256 << 10;      /* why: merge.c */
+  t->anticipate_ns = 20 * MS;     /* a ceiling; why: anticipate.c */
+  t->preempt = true;             /* why: select.c */
   t->preempt_min = 16;           /* a seek's worth: see select.c */
   t->size_cost = true;           /* see select_unit_cost */
   t->seed_batches = false;

@@ -5,10 +5,10 @@
  * slots (nbdfuse has ten; a virtual machine's queue may have fewer)
  * fills them with the writes of a flood, each slot held until its write
  * is on the disk, and a reader's request then waits in the client's
- * FIFO, where no scheduler can reach it: measured on the slow disk
- * behind nbdfuse, deadline held at most 6 requests and a cat under a dd
- * flood took 9.5x its idle time whatever the policy, and anticipation
- * never engaged (the reader's next read could not even be sent).
+ * FIFO, where no scheduler can reach it: behind nbdfuse every policy
+ * then does as badly as any other, and anticipation never engages (the
+ * reader's next read cannot even be sent).  (bench/results/tuning.md,
+ * "write-back window".)
  *
  * So, as a disk with a write cache does: a write without FUA is copied
  * and answered at once, then scheduled like any other, up to

@@ -243,6 +243,14 @@ uint64_t dl_inflight (const struct dl_sched *s);
  * NULL when nothing waits.  Units in flight must still be completed.
  */
 struct dl_req *dl_drain (struct dl_sched *s);
+/* Walks every structure and asserts that they agree with one another
+ * and with the gauges (each queued unit in its sorted queue and FIFO
+ * and nowhere else, held and batched units counted, members contiguous).
+ * O(n): for tests, the randomized model and the fuzzer, which call it
+ * after every operation; the core asserts the cheap invariants itself.
+ */
+void dl_sched_check (const struct dl_sched *s);
+
 /* The time at which the core wants dl_dispatch called again even if no
  * request arrives or completes (anticipation), or 0 for none.
  */

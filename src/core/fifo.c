@@ -12,6 +12,8 @@
  */
 #include <config.h>
 
+#include <assert.h>
+
 #include "sched-internal.h"
 
 static bool
@@ -74,6 +76,29 @@ fifo_oldest (struct dl_sched *s, enum dl_dir d)
   if (b == NULL)
     return a;
   return older (b, a) ? b : a;
+}
+
+/* dl_sched_check: every unit of the FIFO of direction d is queued and
+ * of that direction, the list is in arrival order, and each unit's
+ * in_late flag says where it is.  Returns how many units it holds.
+ */
+uint64_t
+fifo_check (struct dl_sched *s, enum dl_dir d)
+{
+  struct dl_req *u, *prev = NULL;
+  uint64_t n = 0;
+
+  TAILQ_FOREACH (u, &s->fifo[d], fifo_link) {
+    assert (u->state == DL_S_QUEUED && u->dir == d && !u->in_late);
+    assert (prev == NULL || !older (u, prev));
+    prev = u;
+    n++;
+  }
+  RB_FOREACH (u, dl_late, &s->late[d]) {
+    assert (u->state == DL_S_QUEUED && u->dir == d && u->in_late);
+    n++;
+  }
+  return n;
 }
 
 bool

@@ -22,6 +22,7 @@
  */
 #include <config.h>
 
+#include <assert.h>
 #include <stdlib.h>
 
 struct dl_req;
@@ -100,9 +101,37 @@ hazard_blocked (struct dl_sched *s, struct dl_req *u)
     (u->dir == DL_WRITE && sortq_overlaps (s, DL_READ, lo, hi, holds, u));
 }
 
+/* dl_sched_check: the busy tree holds only held, batched and dispatched
+ * units, as many held and batched ones as counted, and no more
+ * dispatched ones than are in flight; the held list only held units.
+ */
+void
+hazard_check (struct dl_sched *s)
+{
+  struct dl_req *u;
+  uint64_t held = 0, batched = 0, inflight = 0, listed = 0;
+
+  RB_FOREACH (u, dl_busy, &s->busy) {
+    assert (u->state == DL_S_HELD || u->state == DL_S_BATCHED ||
+            u->state == DL_S_INFLIGHT);
+    assert (u->live_max_hi >= u->live_hi);
+    held += u->state == DL_S_HELD;
+    batched += u->state == DL_S_BATCHED;
+    inflight += u->state == DL_S_INFLIGHT;
+  }
+  TAILQ_FOREACH (u, &s->held, fifo_link) {
+    assert (u->state == DL_S_HELD);
+    listed++;
+  }
+  assert (held == s->st.held && listed == s->st.held);
+  assert (batched == s->batch_n);
+  assert (inflight <= s->st.inflight);
+}
+
 void
 hazard_hold (struct dl_sched *s, struct dl_req *u)
 {
+  assert (u->state == DL_S_NEW);
   u->state = DL_S_HELD;
   TAILQ_INSERT_TAIL (&s->held, u, fifo_link);
   hazard_busy_add (s, u);
@@ -151,6 +180,7 @@ by_seq (const void *a, const void *b)
 static void
 release (struct dl_sched *s, struct dl_req *v)
 {
+  assert (v->state == DL_S_HELD && s->st.held > 0);
   TAILQ_REMOVE (&s->held, v, fifo_link);
   s->st.held--;
   hazard_busy_remove (s, v);

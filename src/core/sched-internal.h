@@ -178,6 +178,7 @@ struct dl_req *sortq_prev (struct dl_req *u);
 void sortq_grown (struct dl_req *u);
 bool sortq_overlaps (struct dl_sched *s, enum dl_dir d, uint64_t lo,
                      uint64_t hi, dl_visit_fn *fn, void *arg);
+uint64_t sortq_check (struct dl_sched *s, enum dl_dir d);
 static inline bool
 sortq_empty (const struct dl_sched *s, enum dl_dir d)
 {
@@ -189,6 +190,7 @@ void fifo_add (struct dl_sched *s, struct dl_req *u);
 void fifo_remove (struct dl_sched *s, struct dl_req *u);
 struct dl_req *fifo_oldest (struct dl_sched *s, enum dl_dir d);
 bool fifo_expired (struct dl_sched *s, enum dl_dir d, uint64_t now);
+uint64_t fifo_check (struct dl_sched *s, enum dl_dir d);
 
 /* merge.c */
 bool merge_into_queue (struct dl_sched *s, struct dl_req *r);
@@ -201,6 +203,7 @@ void hazard_busy_remove (struct dl_sched *s, struct dl_req *u);
 bool hazard_blocked (struct dl_sched *s, struct dl_req *u);
 void hazard_hold (struct dl_sched *s, struct dl_req *u);
 void hazard_release (struct dl_sched *s, struct dl_req *done);
+void hazard_check (struct dl_sched *s);
 
 /* select.c */
 #define DL_COST_BYTES (128 * 1024)  /* a request of the seed's time */

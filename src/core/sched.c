@@ -6,6 +6,7 @@
  */
 #include <config.h>
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,7 @@ dl_sched_stats (const struct dl_sched *s, struct dl_stats *st)
 void
 unit_relink (struct dl_sched *s, struct dl_req *u)
 {
+  assert (u->state == DL_S_NEW || u->state == DL_S_BATCHED);
   u->state = DL_S_QUEUED;
   /* The seed's sort_list starts where its first request went in after
    * it was last emptied (select.c, seed_batches).
@@ -116,8 +118,10 @@ unit_relink (struct dl_sched *s, struct dl_req *u)
 void
 unit_unlink (struct dl_sched *s, struct dl_req *u)
 {
+  assert (u->state == DL_S_QUEUED && s->st.queued[u->dir] > 0);
   sortq_remove (s, u);
   fifo_remove (s, u);
+  u->state = DL_S_NEW;          /* in no queue until the caller says */
   s->st.queued[u->dir]--;
   s->st.queued_preempting -= u->preempts;
 }
@@ -179,6 +183,8 @@ dl_dispatch (struct dl_sched *s, uint64_t now_ns)
 
   if (u == NULL)
     return NULL;
+  assert (u->state == DL_S_QUEUED || u->state == DL_S_BATCHED ||
+          u->state == DL_S_FLUSH);
 
   if (u == s->pending_flush) {
     s->pending_flush = NULL;
@@ -210,12 +216,16 @@ dl_dispatch (struct dl_sched *s, uint64_t now_ns)
 void
 dl_complete (struct dl_sched *s, struct dl_req *u, uint64_t now_ns)
 {
+  /* Only a unit dl_dispatch returned, once. */
+  assert (u->state == DL_S_INFLIGHT && s->st.inflight > 0);
   s->st.inflight--;
   u->state = DL_S_DONE;
   if (u->op == DL_OP_FLUSH)
     return;
-  if (u->dir == DL_WRITE)
+  if (u->dir == DL_WRITE) {
+    assert (s->st.inflight_writes > 0);
     s->st.inflight_writes--;
+  }
   if (u->dir == DL_READ) {
     antic_read_done (s, u, now_ns);
     if (u->preempts)
@@ -270,4 +280,59 @@ uint64_t
 dl_next_timer (const struct dl_sched *s, uint64_t now_ns)
 {
   return antic_timer (s, now_ns);
+}
+
+/* A unit's members: contiguous from its offset, as many as it counts,
+ * none of them queued on its own (flushes: no range, members merged).
+ */
+static void
+check_members (const struct dl_req *u)
+{
+  const struct dl_req *m;
+  uint64_t end = u->unit_offset, n = 0;
+
+  for (m = u; m; m = m->next_member) {
+    assert (m == u || m->state == DL_S_MEMBER);
+    if (u->op != DL_OP_FLUSH) {
+      assert (m->offset == end);
+      end += m->length;
+    }
+    n++;
+  }
+  assert (n == u->nr_members);
+  assert (u->op == DL_OP_FLUSH || end - u->unit_offset == u->unit_length);
+}
+
+void
+dl_sched_check (const struct dl_sched *cs)
+{
+  struct dl_sched *s = (struct dl_sched *) cs;  /* walks only */
+  uint64_t preempting = 0;
+  struct dl_req *u;
+  int d;
+
+  for (d = DL_READ; d <= DL_WRITE; d++) {
+    /* Every queued unit is in both structures of its direction, and
+     * in nothing else (its state says so: sortq_check, fifo_check).
+     */
+    assert (sortq_check (s, d) == s->st.queued[d]);
+    assert (fifo_check (s, d) == s->st.queued[d]);
+    for (u = sortq_first (s, d); u; u = sortq_next (u)) {
+      check_members (u);
+      preempting += u->preempts;
+    }
+  }
+  assert (preempting == s->st.queued_preempting);
+  assert ((s->pending_flush != NULL) == (s->st.queued_flushes == 1));
+  if (s->pending_flush) {
+    assert (s->pending_flush->state == DL_S_FLUSH);
+    check_members (s->pending_flush);
+  }
+  TAILQ_FOREACH (u, &s->batch, fifo_link) {
+    assert (u->state == DL_S_BATCHED);
+    check_members (u);
+  }
+  hazard_check (s);
+  assert (s->st.inflight_writes <= s->st.inflight);
+  assert (s->batch_dir >= -1 && s->batch_dir <= DL_WRITE);
 }

@@ -12,6 +12,8 @@
  */
 #include <config.h>
 
+#include <assert.h>
+
 struct dl_req;
 static void sortq_augment_reads (struct dl_req *n);
 #define RB_AUGMENT(x) sortq_augment_reads (x)
@@ -133,4 +135,24 @@ struct dl_req *
 sortq_prev (struct dl_req *u)
 {
   return RB_PREV (dl_sortq, NULL, u);
+}
+
+/* dl_sched_check: the queue of direction d is in key order, holds only
+ * queued units of that direction, and each node's maximum covers its
+ * extent.  Returns how many units it holds.
+ */
+uint64_t
+sortq_check (struct dl_sched *s, enum dl_dir d)
+{
+  struct dl_req *u, *prev = NULL;
+  uint64_t n = 0;
+
+  RB_FOREACH (u, dl_sortq, &s->sort[d]) {
+    assert (u->state == DL_S_QUEUED && u->dir == d);
+    assert (prev == NULL || sortq_cmp (prev, u) < 0);
+    assert (d != DL_READ || u->live_max_hi >= u->live_hi);
+    prev = u;
+    n++;
+  }
+  return n;
 }

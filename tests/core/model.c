@@ -96,6 +96,8 @@ check_gauges (struct model *m)
   struct dl_stats st;
   size_t i, waiting = 0, writes = 0;
 
+  /* The core's own structures agree with one another (it asserts). */
+  dl_sched_check (m->s);
   dl_sched_stats (m->s, &st);
   for (i = 0; i < m->nlive; i++)
     waiting += m->live[i]->st == M_WAIT;

@@ -156,6 +156,7 @@ run (uint64_t seed, int steps)
     /* The preempting gauge counts queued read units: never more (an
      * unbalanced decrement would wrap around and show here).
      */
+    dl_sched_check (s);          /* the core's structures agree */
     dl_sched_stats (s, &st);
     REQUIRE (st.queued_preempting <= st.queued[DL_READ]);
     /* The write gauge is what is at the device; writes are held back

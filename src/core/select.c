@@ -57,9 +57,25 @@
 
 #include "sched-internal.h"
 
-/* Rule 1, and read preemption (beyond the seed): a read arriving during
- * a write batch ends it once the batch has spent preempt_min cost units,
- * so that writes still progress and writes_starved still counts batches.
+/* Beyond the seed, a veto on rule 1: a read of a dependent reader
+ * arriving during a write batch ends it once the batch has spent
+ * preempt_min cost units, so that writes still progress and
+ * writes_starved still counts batches.  Off in profile seed.
+ */
+static bool
+preempt_ends_batch (struct dl_sched *s)
+{
+  if (s->batch_dir != DL_WRITE || !s->t.preempt ||
+      s->batch_cost < s->t.preempt_min || s->st.queued_preempting == 0)
+    return false;
+  s->st.preemptions++;
+  return true;
+}
+
+/* Rule 1: the batch in progress goes on along the sorted queue of its
+ * direction while it has cost units left.  Beyond the seed, when the
+ * read sweep has run out, anticipation may hand it the reader's next
+ * read instead (anticipate.c).
  */
 static struct dl_req *
 continue_batch (struct dl_sched *s)
@@ -68,11 +84,8 @@ continue_batch (struct dl_sched *s)
 
   if (!s->batching || s->batch_cost >= s->t.fifo_batch)
     return NULL;
-  if (s->batch_dir == DL_WRITE && s->t.preempt &&
-      s->batch_cost >= s->t.preempt_min && s->st.queued_preempting > 0) {
-    s->st.preemptions++;
+  if (preempt_ends_batch (s))
     return NULL;
-  }
   u = sortq_at_or_after (s, s->batch_dir, s->last_end[s->batch_dir]);
   if (u == NULL && s->batch_dir == DL_READ && antic_extends_batch (s))
     u = fifo_oldest (s, DL_READ); /* a dependent reader's next read */
@@ -234,44 +247,70 @@ seed_batch (struct dl_sched *s, enum dl_dir d, struct dl_req *u)
   return first;
 }
 
+/* seed_batches: a new batch, chosen whole (rules 3 and 4 as the seed
+ * has them): from the expired request, else from the list's head.
+ */
 static struct dl_req *
-deadline_next (struct dl_sched *s, uint64_t now)
+seed_batch_start (struct dl_sched *s, enum dl_dir d, uint64_t now)
 {
-  struct dl_req *u = s->t.seed_batches ? NULL : continue_batch (s);
-  enum dl_dir d;
-  bool writes;
+  struct dl_req *u;
 
-  if (u)
-    return u->dir == DL_WRITE && write_held (s, now) ? NULL : u;
-  if (antic_hold (s, now))
-    return NULL;                /* anticipate.c: the reader will be back */
-  s->batching = false;
-  if (sortq_empty (s, DL_READ) && sortq_empty (s, DL_WRITE))
-    return NULL;
-  writes = writes_next (s, now);
-  if (writes && write_held (s, now))
-    return NULL;                /* the write batch starts when a write at
-                                   the device completes (nothing counted
-                                   yet) */
-
-  d = batch_direction (s, writes);
-  if (s->t.seed_batches) {
-    if (fifo_expired (s, d, now)) {
-      s->st.expired[d]++;
-      u = seed_batch (s, d, fifo_oldest (s, d));
-    }
-    else
-      u = seed_batch (s, d, seed_list_first (s, d));
-    s->batch_dir = d;
-    s->st.batches[d]++;
-    return u;                   /* s->batching stays false */
+  if (fifo_expired (s, d, now)) {
+    s->st.expired[d]++;
+    u = seed_batch (s, d, fifo_oldest (s, d));
   }
-  u = batch_start (s, d, now);
+  else
+    u = seed_batch (s, d, seed_list_first (s, d));
+  s->batch_dir = d;
+  s->st.batches[d]++;
+  return u;                     /* s->batching stays false */
+}
+
+/* A new batch, unit by unit (rules 3 and 4): where it starts. */
+static struct dl_req *
+new_batch_start (struct dl_sched *s, enum dl_dir d, uint64_t now)
+{
+  struct dl_req *u = batch_start (s, d, now);
+
   s->batching = true;
   s->batch_dir = d;
   s->batch_cost = 0;
   s->st.batches[d]++;
   return u;
+}
+
+/* The seed's deadline_next_request, one unit per call.  The extensions
+ * enter at three marked points, each a function of its own and each off
+ * in profile seed: preemption inside continue_batch, the write hold
+ * (write_held) and anticipation (antic_hold).
+ */
+static struct dl_req *
+deadline_next (struct dl_sched *s, uint64_t now)
+{
+  struct dl_req *u;
+  bool writes;
+
+  /* Rule 1: a batch in progress continues. */
+  u = s->t.seed_batches ? NULL : continue_batch (s);
+  if (u)
+    return u->dir == DL_WRITE && write_held (s, now) ? NULL : u; /* veto */
+  if (antic_hold (s, now))
+    return NULL;                /* hook: the reader will be back */
+  s->batching = false;
+  if (sortq_empty (s, DL_READ) && sortq_empty (s, DL_WRITE))
+    return NULL;
+
+  /* Rules 2 and 3: the direction of the new batch. */
+  writes = writes_next (s, now);
+  if (writes && write_held (s, now))
+    return NULL;                /* veto: the write batch starts when a
+                                   write at the device completes (nothing
+                                   counted yet) */
+
+  /* Rules 3 and 4: where it starts. */
+  if (s->t.seed_batches)
+    return seed_batch_start (s, batch_direction (s, writes), now);
+  return new_batch_start (s, batch_direction (s, writes), now);
 }
 
 static struct dl_req *

@@ -16,6 +16,7 @@
  * --digest also prints a digest of every unit dispatched and when
  * (test-order-digest.sh pins it, as test-random's).
  */
+#include "digest.h"
 #include "testlib.h"
 
 #define MAXREQ 3000
@@ -23,30 +24,19 @@
 
 static uint64_t rng;
 static uint64_t all_holds;      /* writes held back, every seed */
-static uint64_t digest = 0xcbf29ce484222325ULL;  /* FNV-1a 64 */
-
-static void
-digest_add (uint64_t v)
-{
-  int i;
-
-  for (i = 0; i < 8; i++) {
-    digest ^= (v >> (8 * i)) & 0xff;
-    digest *= 0x100000001b3ULL;
-  }
-}
+static uint64_t digest = DIGEST_INIT;
 
 static void
 digest_unit (const struct dl_req *u)
 {
   const struct dl_req *m;
 
-  digest_add (now);
-  digest_add (u->op);
-  digest_add (u->unit_offset);
-  digest_add (u->unit_length);
+  digest_add (&digest, now);
+  digest_add (&digest, u->op);
+  digest_add (&digest, u->unit_offset);
+  digest_add (&digest, u->unit_length);
   for (m = u; m; m = m->next_member)
-    digest_add ((uint64_t) (intptr_t) m->priv);
+    digest_add (&digest, (uint64_t) (intptr_t) m->priv);
 }
 
 static uint64_t

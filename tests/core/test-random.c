@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "digest.h"
 #include "model.h"
 
 #define MS 1000000ULL
@@ -101,21 +102,9 @@ static const char *const digest_names[] = {
   "noop", "elevator", "deadline", "seed_batches", "extensions",
 };
 static uint64_t digest[5] = {
-  0xcbf29ce484222325ULL, 0xcbf29ce484222325ULL, 0xcbf29ce484222325ULL,
-  0xcbf29ce484222325ULL, 0xcbf29ce484222325ULL,
+  DIGEST_INIT, DIGEST_INIT, DIGEST_INIT, DIGEST_INIT, DIGEST_INIT,
 };
 static int show_digest;
-
-static void
-digest_add (uint64_t *h, uint64_t v)
-{
-  int i;
-
-  for (i = 0; i < 8; i++) {
-    *h ^= (v >> (8 * i)) & 0xff;
-    *h *= 0x100000001b3ULL;
-  }
-}
 
 static void
 digest_unit (uint64_t *h, unsigned tick, const struct dl_req *u)

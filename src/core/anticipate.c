@@ -253,7 +253,7 @@ antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now)
       s->st.antic_hits++;
       /* The device idled for it: that time is the batch's too. */
       if (s->batching && s->batch_dir == DL_READ)
-        select_charge (s, s->t.seek_cost / 4 ? s->t.seek_cost / 4 : 1);
+        cost_charge (s, s->t.seek_cost / 4 ? s->t.seek_cost / 4 : 1);
     }
     s->antic.on = false;
     s->antic.extend = true;     /* the batch goes on with this read */

@@ -52,21 +52,9 @@ conflict (const struct dl_req *a, const struct dl_req *b)
 }
 
 void
-hazard_set_extent (struct dl_sched *s, struct dl_req *u)
-{
-  uint64_t mask = (uint64_t) s->align - 1;
-  uint64_t end = dl_end (u);
-
-  u->live_lo = u->unit_offset & ~mask;
-  u->live_hi = end > UINT64_MAX - mask ? UINT64_MAX : (end + mask) & ~mask;
-  if (u->unit_length == 0)
-    u->live_hi = u->live_lo;    /* an empty request overlaps nothing */
-}
-
-void
 hazard_busy_add (struct dl_sched *s, struct dl_req *u)
 {
-  hazard_set_extent (s, u);
+  dl_set_live (s, u);
   u->live_max_hi = u->live_hi;
   RB_INSERT (dl_busy, &s->busy, u);
 }
@@ -185,7 +173,7 @@ release (struct dl_sched *s, struct dl_req *v)
   s->st.held--;
   hazard_busy_remove (s, v);
   v->state = DL_S_NEW;
-  sched_queue (s, v);
+  merge_or_queue (s, v);
 }
 
 /* A unit has completed (and left the busy tree): queue the held units it

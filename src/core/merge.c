@@ -111,7 +111,7 @@ merge_into_queue (struct dl_sched *s, struct dl_req *r)
        */
       s->st.queued_preempting += r->preempts && !u->preempts;
       absorb (u, r);
-      hazard_set_extent (s, u);
+      dl_set_live (s, u);
       sortq_grown (u);
     }
     else {
@@ -139,6 +139,16 @@ merge_into_queue (struct dl_sched *s, struct dl_req *r)
     return true;
   }
   return false;
+}
+
+/* A unit that nothing holds (new, or released by hazard.c) goes into
+ * the queues: merged into a queued unit if it can be, else on its own.
+ */
+void
+merge_or_queue (struct dl_sched *s, struct dl_req *u)
+{
+  if (!merge_into_queue (s, u))
+    unit_relink (s, u);
 }
 
 /* Flushes: every flush waiting for dispatch is served by the same

@@ -52,7 +52,7 @@ struct dl_sched {
   int batch_dir;                /* direction of the current or last batch, -1 */
   uint32_t batch_cost;          /* cost units spent by the current batch */
   uint32_t starved;             /* read batches started while writes waited */
-  uint64_t head_pos;            /* end of the last unit dispatched */
+  uint64_t head_pos;            /* cost.c: end of the last unit dispatched */
   struct dl_list batch;         /* seed_batches: the batch chosen when it
                                    started (the seed's dispatch list) */
   uint64_t batch_n;             /* ... units in it */
@@ -110,6 +110,23 @@ dl_end (const struct dl_req *u)
   return e < u->unit_offset ? UINT64_MAX : e; /* saturate */
 }
 
+/* The range a unit keeps others off: its extent rounded out to the
+ * device's alignment, because the engine serves an unaligned write by
+ * read-modify-write of whole blocks, which must not race (hazard.c).
+ * The sorted queues and the busy tree are keyed on it.
+ */
+static inline void
+dl_set_live (const struct dl_sched *s, struct dl_req *u)
+{
+  uint64_t mask = (uint64_t) s->align - 1;
+  uint64_t end = dl_end (u);
+
+  u->live_lo = u->unit_offset & ~mask;
+  u->live_hi = end > UINT64_MAX - mask ? UINT64_MAX : (end + mask) & ~mask;
+  if (u->unit_length == 0)
+    u->live_hi = u->live_lo;    /* an empty request overlaps nothing */
+}
+
 /* Interval trees.  The sorted queues (sortq.c) and the busy tree
  * (hazard.c) both keep, in each node, the highest rounded-out end in its
  * subtree (live_max_hi), so that the units overlapping a range are found
@@ -165,6 +182,21 @@ typedef bool dl_visit_fn (struct dl_req *v, void *arg);
     return false;                                                         \
   }
 
+/* The files of the core, bottom up.  Each calls only the files above
+ * it in this list (and the inline helpers above); tests/test-layers.sh
+ * checks that no call goes the other way.
+ *
+ *   tunable.c, hist.c   the tunables and the histograms (stand alone)
+ *   sortq.c, fifo.c     the two queues of each direction
+ *   unit.c              a unit into both queues, or out of both
+ *   cost.c              what a batch has spent; the device head
+ *   merge.c             merging into a queued unit (or queueing it)
+ *   hazard.c            holding overlapping requests back; releasing them
+ *   anticipate.c        learning dependent readers; waiting for them
+ *   select.c            the choice of the next unit
+ *   sched.c             the public API (dl-sched.h)
+ */
+
 /* sortq.c */
 void sortq_insert (struct dl_sched *s, struct dl_req *u);
 void sortq_remove (struct dl_sched *s, struct dl_req *u);
@@ -192,26 +224,29 @@ struct dl_req *fifo_oldest (struct dl_sched *s, enum dl_dir d);
 bool fifo_expired (struct dl_sched *s, enum dl_dir d, uint64_t now);
 uint64_t fifo_check (struct dl_sched *s, enum dl_dir d);
 
+/* unit.c */
+void unit_relink (struct dl_sched *s, struct dl_req *u);
+void unit_unlink (struct dl_sched *s, struct dl_req *u);
+
+/* cost.c */
+#define DL_COST_BYTES (128 * 1024)  /* a request of the seed's time */
+uint64_t cost_unit (const struct dl_sched *s, const struct dl_req *u,
+                    bool contiguous);
+void cost_charge (struct dl_sched *s, uint64_t c);
+void cost_account (struct dl_sched *s, struct dl_req *u);
+
 /* merge.c */
 bool merge_into_queue (struct dl_sched *s, struct dl_req *r);
+void merge_or_queue (struct dl_sched *s, struct dl_req *u);
 void merge_flush (struct dl_sched *s, struct dl_req *r);
 
 /* hazard.c */
-void hazard_set_extent (struct dl_sched *s, struct dl_req *u);
 void hazard_busy_add (struct dl_sched *s, struct dl_req *u);
 void hazard_busy_remove (struct dl_sched *s, struct dl_req *u);
 bool hazard_blocked (struct dl_sched *s, struct dl_req *u);
 void hazard_hold (struct dl_sched *s, struct dl_req *u);
 void hazard_release (struct dl_sched *s, struct dl_req *done);
 void hazard_check (struct dl_sched *s);
-
-/* select.c */
-#define DL_COST_BYTES (128 * 1024)  /* a request of the seed's time */
-struct dl_req *select_next (struct dl_sched *s, uint64_t now);
-uint64_t select_unit_cost (const struct dl_sched *s, const struct dl_req *u,
-                           bool contiguous);
-void select_account (struct dl_sched *s, struct dl_req *u);
-void select_charge (struct dl_sched *s, uint64_t c);
 
 /* anticipate.c */
 void antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now);
@@ -222,9 +257,7 @@ bool antic_extends_batch (struct dl_sched *s);
 bool antic_hold (struct dl_sched *s, uint64_t now);
 uint64_t antic_timer (const struct dl_sched *s, uint64_t now);
 
-/* sched.c */
-void sched_queue (struct dl_sched *s, struct dl_req *u);
-void unit_unlink (struct dl_sched *s, struct dl_req *u);
-void unit_relink (struct dl_sched *s, struct dl_req *u);
+/* select.c */
+struct dl_req *select_next (struct dl_sched *s, uint64_t now);
 
 #endif /* NBD_DEADLINE_SCHED_INTERNAL_H */

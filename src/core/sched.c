@@ -2,7 +2,8 @@
 /* nbd-deadline: the scheduler core's entry points.
  *
  * This file only moves requests between the structures of the other
- * files (see the map in dl-sched.h); each rule lives in its own file.
+ * files (their order: sched-internal.h; the map: src/README); each
+ * rule lives in its own file.
  */
 #include <config.h>
 
@@ -94,46 +95,6 @@ dl_sched_stats (const struct dl_sched *s, struct dl_stats *st)
   *st = s->st;
 }
 
-/* Put a unit into the sorted queue and the FIFO. */
-void
-unit_relink (struct dl_sched *s, struct dl_req *u)
-{
-  assert (u->state == DL_S_NEW || u->state == DL_S_BATCHED);
-  u->state = DL_S_QUEUED;
-  /* The seed's sort_list starts where its first request went in after
-   * it was last emptied (select.c, seed_batches).
-   */
-  if (!s->seed_head[u->dir].valid) {
-    s->seed_head[u->dir].valid = true;
-    s->seed_head[u->dir].off = u->unit_offset;
-    s->seed_head[u->dir].seq = u->seq;
-  }
-  sortq_insert (s, u);
-  fifo_add (s, u);
-  s->st.queued[u->dir]++;
-  s->st.queued_preempting += u->preempts;
-}
-
-/* Take a queued unit out of both. */
-void
-unit_unlink (struct dl_sched *s, struct dl_req *u)
-{
-  assert (u->state == DL_S_QUEUED && s->st.queued[u->dir] > 0);
-  sortq_remove (s, u);
-  fifo_remove (s, u);
-  u->state = DL_S_NEW;          /* in no queue until the caller says */
-  s->st.queued[u->dir]--;
-  s->st.queued_preempting -= u->preempts;
-}
-
-/* A unit that nothing holds: merge it or queue it. */
-void
-sched_queue (struct dl_sched *s, struct dl_req *u)
-{
-  if (!merge_into_queue (s, u))
-    unit_relink (s, u);
-}
-
 void
 dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns)
 {
@@ -163,11 +124,11 @@ dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns)
     if (r->preempts)
       s->last_preempting_ns = now_ns;
   }
-  hazard_set_extent (s, r);
+  dl_set_live (s, r);
   if (hazard_blocked (s, r))
     hazard_hold (s, r);
   else
-    sched_queue (s, r);
+    merge_or_queue (s, r);
 }
 
 void
@@ -200,7 +161,7 @@ dl_dispatch (struct dl_sched *s, uint64_t now_ns)
       unit_unlink (s, u);
       hazard_busy_add (s, u);   /* it still holds overlapping requests */
     }
-    select_account (s, u);
+    cost_account (s, u);
     if (u->dir == DL_READ)
       antic_read_dispatched (s, u);
     s->st.dispatched[u->dir]++;

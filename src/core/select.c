@@ -15,7 +15,7 @@
  *      direction, ascending, until it has spent fifo_batch cost units:
  *      a unit contiguous with the previous one costs 1, a seek costs
  *      seek_cost, and a large merged unit 1 more per 128 KiB
- *      (select_unit_cost).  (The seed's dispatch list.)
+ *      (cost.c).  (The seed's dispatch list.)
  *   2. Otherwise a new batch.  Writes if they have been starved for
  *      writes_starved read batches, or if the oldest write has passed
  *      write_expire (mq-deadline's write deadline; 0 turns it off, as
@@ -175,7 +175,7 @@ batch_start (struct dl_sched *s, enum dl_dir d, uint64_t now)
  * once to the lowest offsets, ascending again (C-LOOK from the head):
  * a request above the head goes into the first lap, one below it into
  * the second.  The head is the request that went in first after the
- * list was last empty (sched.c, unit_relink) until a batch takes it.
+ * list was last empty (unit.c, unit_relink) until a batch takes it.
  * Here the sorted queue holds the units by offset, and the list order is
  * the queue read from the head, wrapping once.  (Equal offsets: by
  * arrival, where the seed put a request equal to its neighbour after
@@ -366,46 +366,4 @@ select_next (struct dl_sched *s, uint64_t now)
   default:
     return deadline_next (s, now);
   }
-}
-
-/* What a unit costs its batch.  The seed counted requests: 1 if
- * contiguous with the previous one, seek_cost if not.  Its requests
- * carried at most about 128 KiB, so a batch of 64 moved a few MiB.
- * Ours may merge far more (max_merge allows 64 MiB): counted as 1, a
- * batch of 1 MiB units would move 64 MiB, most of a second on a disk, and
- * a read arriving meanwhile would wait all of it.  So a unit also costs
- * 1 for every further DL_COST_BYTES it carries, which keeps a batch as
- * long in time as the seed's.  size_cost off (profile seed): the seed's
- * count only.
- */
-uint64_t
-select_unit_cost (const struct dl_sched *s, const struct dl_req *u,
-                  bool contiguous)
-{
-  uint64_t extra = u->unit_length && s->t.size_cost
-    ? (u->unit_length - 1) / DL_COST_BYTES : 0;
-
-  return (contiguous ? 1 : s->t.seek_cost) + extra;
-}
-
-/* Charge c cost units to the batch in progress (saturating). */
-void
-select_charge (struct dl_sched *s, uint64_t c)
-{
-  s->batch_cost = c > UINT32_MAX - s->batch_cost ? UINT32_MAX
-                                                 : s->batch_cost + (uint32_t) c;
-}
-
-/* The cost of a dispatched unit, and where the head is now. */
-void
-select_account (struct dl_sched *s, struct dl_req *u)
-{
-  bool contiguous = u->unit_offset == s->head_pos;
-
-  if (!contiguous)
-    s->st.seeks++;
-  if (s->batching && u->dir == s->batch_dir)
-    select_charge (s, select_unit_cost (s, u, contiguous));
-  s->head_pos = dl_end (u);
-  s->last_end[u->dir] = dl_end (u);
 }

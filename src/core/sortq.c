@@ -48,7 +48,7 @@ RB_GENERATE_STATIC (dl_sortq, dl_req, sort_node, sortq_cmp)
 void
 sortq_insert (struct dl_sched *s, struct dl_req *u)
 {
-  hazard_set_extent (s, u);
+  dl_set_live (s, u);
   u->live_max_hi = u->live_hi;
   RB_INSERT (dl_sortq, &s->sort[u->dir], u);
 }

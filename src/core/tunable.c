@@ -47,7 +47,7 @@ dl_tunables_default (struct dl_tunables *t)
   t->anticipate_ns = 20 * MS;     /* a ceiling; why: anticipate.c */
   t->preempt = true;             /* why: select.c */
   t->preempt_min = 16;           /* a seek's worth: see select.c */
-  t->size_cost = true;           /* see select_unit_cost */
+  t->size_cost = true;           /* see cost.c, cost_unit */
   t->seed_batches = false;
 }
 

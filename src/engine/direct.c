@@ -89,8 +89,20 @@ struct xfer {
 static inline uint64_t round_down (uint64_t x, uint32_t a) { return x & ~(uint64_t) (a - 1); }
 static inline uint64_t round_up (uint64_t x, uint32_t a) { return round_down (x + a - 1, a); }
 
-int
-direct_setup (struct engine *e, char *err, size_t errlen)
+static void
+ring_close (struct engine *e)
+{
+  io_uring_queue_exit (&e->ring);
+  close (e->efd);
+  e->efd = -1;
+}
+
+/* A ring deep enough for every slot's SQEs (a write with two edge
+ * reads takes three), with completions signalled on an eventfd that
+ * the loop watches.
+ */
+static int
+ring_open (struct engine *e, char *err, size_t errlen)
 {
   unsigned entries = 8;
   int r;
@@ -112,16 +124,24 @@ direct_setup (struct engine *e, char *err, size_t errlen)
   r = io_uring_register_eventfd (&e->ring, e->efd);
   if (r < 0) {
     snprintf (err, errlen, "io_uring_register_eventfd: %s", strerror (-r));
-    close (e->efd);
-    e->efd = -1;
-    io_uring_queue_exit (&e->ring);
+    ring_close (e);
     return r;
   }
+  return 0;
+}
+
+static int
+direct_start (struct engine *e, unit_done_fn *done, char *err, size_t errlen)
+{
+  int r;
+
+  e->direct_done = done;
+  r = ring_open (e, err, errlen);
+  if (r < 0)
+    return r;
   if (posix_memalign (&e->zeroes, e->align < 4096 ? 4096 : e->align, ZCHUNK) != 0) {
     snprintf (err, errlen, "posix_memalign: out of memory");
-    close (e->efd);
-    e->efd = -1;
-    io_uring_queue_exit (&e->ring);
+    ring_close (e);
     return -ENOMEM;
   }
   memset (e->zeroes, 0, ZCHUNK);
@@ -132,16 +152,14 @@ direct_setup (struct engine *e, char *err, size_t errlen)
   return 0;
 }
 
-void
-direct_teardown (struct engine *e)
+static void
+direct_stop (struct engine *e)
 {
   struct xfer *x;
 
   if (!e->ring_ready)
     return;
-  io_uring_queue_exit (&e->ring);
-  close (e->efd);
-  e->efd = -1;
+  ring_close (e);
   while ((x = e->xfer_free) != NULL) {
     e->xfer_free = x->next_free;
     free (x);
@@ -152,8 +170,8 @@ direct_teardown (struct engine *e)
   e->ring_ready = false;
 }
 
-void
-direct_submit (struct engine *e)
+static void
+direct_push (struct engine *e)
 {
   if (e->ring_ready && io_uring_sq_ready (&e->ring) > 0)
     io_uring_submit (&e->ring);
@@ -205,7 +223,7 @@ finish (struct xfer *x)
   buf_release (x);
   x->next_free = e->xfer_free;
   e->xfer_free = x;
-  engine_unit_done (e, unit, result, false);
+  e->direct_done (e, unit, result, false);
 }
 
 static int
@@ -387,16 +405,78 @@ start_zero_write (struct xfer *x, uint64_t off, uint64_t len)
   zero_step (x);
 }
 
-void
+/* Fail x before it reached the device. */
+static void
+fail (struct xfer *x, int err)
+{
+  x->result = err;
+  finish (x);
+}
+
+static void
+start_read (struct xfer *x, uint64_t off, uint64_t len)
+{
+  int r;
+
+  x->phase = X_READ;
+  x->lo = round_down (off, x->e->align);
+  x->hi = round_up (off + len, x->e->align);
+  if ((r = buf_ensure (x, x->hi - x->lo)) < 0) {
+    fail (x, r);
+    return;
+  }
+  submit_main (x);
+}
+
+/* false: nothing to do for the device (an empty range). */
+static bool
+start_zero (struct xfer *x, uint64_t off, uint64_t len)
+{
+  struct engine *e = x->e;
+
+  if (len == 0)
+    return false;
+  /* Block devices take only aligned ranges for fallocate. */
+  if (e->b.blockdev && ((off | len) & (e->align - 1))) {
+    start_zero_write (x, off, len);
+    return true;
+  }
+  x->lo = off;
+  x->hi = off + len;
+  prep_falloc (x, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off, len);
+  return true;
+}
+
+/* false: nothing to do for the device (nothing aligned to punch). */
+static bool
+start_trim (struct xfer *x, uint64_t off, uint64_t len)
+{
+  struct engine *e = x->e;
+
+  if (e->b.blockdev) {
+    uint64_t lo = round_up (off, e->align), hi = round_down (off + len, e->align);
+    if (hi <= lo)
+      return false;
+    off = lo;
+    len = hi - lo;
+  }
+  if (len == 0)
+    return false;
+  x->lo = off;
+  x->hi = off + len;
+  prep_falloc (x, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len);
+  return true;
+}
+
+static void
 direct_issue (struct engine *e, struct dl_req *unit)
 {
   struct xfer *x = xfer_get (e);
   uint64_t off = unit->unit_offset, len = unit->unit_length;
-  uint32_t a = e->align;
-  int r;
+  bool started = true;
 
   if (x == NULL) {
-    engine_unit_done (e, unit, -ENOMEM, false);
+    e->direct_done (e, unit, -ENOMEM, false);
     return;
   }
   x->unit = unit;
@@ -404,62 +484,22 @@ direct_issue (struct engine *e, struct dl_req *unit)
   x->fsync_after = (unit->flags & DL_F_FUA) != 0;
 
   if (unit->op != DL_OP_READ && unit->op != DL_OP_FLUSH && e->b.readonly) {
-    x->result = -EROFS;
-    finish (x);
+    fail (x, -EROFS);
     return;
   }
 
   switch (unit->op) {
-  case DL_OP_READ:
-    x->phase = X_READ;
-    x->lo = round_down (off, a);
-    x->hi = round_up (off + len, a);
-    if ((r = buf_ensure (x, x->hi - x->lo)) < 0) {
-      x->result = r;
-      finish (x);
-      return;
-    }
-    submit_main (x);
-    return;
-
-  case DL_OP_WRITE:
-    start_write (x, off, len);
-    return;
-
-  case DL_OP_ZERO:
-    if (len == 0)
-      break;
-    /* Block devices take only aligned ranges for fallocate. */
-    if (e->b.blockdev && ((off | len) & (a - 1))) {
-      start_zero_write (x, off, len);
-      return;
-    }
-    x->lo = off;
-    x->hi = off + len;
-    prep_falloc (x, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off, len);
-    return;
-
-  case DL_OP_TRIM:
-    if (e->b.blockdev) {
-      uint64_t lo = round_up (off, a), hi = round_down (off + len, a);
-      if (hi <= lo)
-        break;
-      off = lo;
-      len = hi - lo;
-    }
-    if (len == 0)
-      break;
-    x->lo = off;
-    x->hi = off + len;
-    prep_falloc (x, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len);
-    return;
-
+  case DL_OP_READ:  start_read (x, off, len); break;
+  case DL_OP_WRITE: start_write (x, off, len); break;
+  case DL_OP_ZERO:  started = start_zero (x, off, len); break;
+  case DL_OP_TRIM:  started = start_trim (x, off, len); break;
   case DL_OP_FLUSH:
     x->fsync_after = false;
     prep_fsync (x);
-    return;
+    break;
   }
-
+  if (started)
+    return;
   /* Nothing to do for the device (empty range). */
   if (x->fsync_after)
     prep_fsync (x);
@@ -467,105 +507,127 @@ direct_issue (struct engine *e, struct dl_req *unit)
     finish (x);
 }
 
+/* One completion of each phase.  Each returns true while x goes on (it
+ * has queued the next step), false when its phase is over; x is
+ * finished once no SQE of it is outstanding.
+ */
 static void
-on_cqe (struct xfer *x, int tag, int res)
+count_short_io (struct engine *e)
+{
+  pthread_mutex_lock (&e->stats_lock);
+  e->st.short_io++;
+  pthread_mutex_unlock (&e->stats_lock);
+}
+
+static bool
+read_done (struct xfer *x, int res)
 {
   struct engine *e = x->e;
+  struct dl_req *m, *tmp;
+
+  if (res < 0) {
+    x->result = res;
+    return false;
+  }
+  MARK_DEFINED (x->buf + x->done, res);
+  x->done += res;
+  if (res > 0 && x->done < x->hi - x->lo && x->lo + x->done < e->size) {
+    count_short_io (e);
+    submit_main (x);
+    return true;
+  }
+  /* End of file (a partial last block): the rest reads as zeroes. */
+  if (x->done < x->hi - x->lo)
+    memset (x->buf + x->done, 0, x->hi - x->lo - x->done);
+  DL_FOREACH_MEMBER (m, x->unit, tmp)
+    memcpy (req_of (m)->buf, x->buf + (m->offset - x->lo), m->length);
+  return false;
+}
+
+static bool
+rmw_done (struct xfer *x, int res)
+{
+  if (res < 0 && x->result == 0)
+    x->result = res;
+  MARK_DEFINED (x->buf, x->hi - x->lo);
+  /* A short edge read can only be the end of the device: zeroes.
+   * Which edge it was does not matter: each was a whole block and
+   * the data about to be copied in overwrites the rest.
+   */
+  if (x->pending > 0)
+    return true;                /* the other edge is still being read */
+  if (x->result < 0)
+    return false;
+  fill_write (x);
+  x->phase = X_WRITE;
+  x->done = 0;
+  submit_main (x);
+  return true;
+}
+
+static bool
+write_done (struct xfer *x, int res)
+{
+  if (res < 0) {
+    x->result = res;
+    return false;
+  }
+  if (res == 0) {
+    x->result = -EIO;
+    return false;
+  }
+  x->done += res;
+  if (x->done < x->hi - x->lo) {
+    count_short_io (x->e);
+    submit_main (x);
+    return true;
+  }
+  if (x->zeroing) {
+    zero_step (x);
+    return true;
+  }
+  return false;
+}
+
+static bool
+falloc_done (struct xfer *x, int res)
+{
+  if (res == -EOPNOTSUPP || res == -EINVAL || res == -ENODEV) {
+    if (x->unit->op == DL_OP_TRIM)
+      res = 0;                  /* advisory */
+    else {
+      start_zero_write (x, x->lo, x->hi - x->lo);
+      return true;
+    }
+  }
+  if (res < 0) {
+    x->result = res;
+    return false;
+  }
+  if (x->fsync_after) {
+    prep_fsync (x);
+    return true;
+  }
+  return false;
+}
+
+static void
+on_cqe (struct xfer *x, int res)
+{
+  bool goes_on = false;
 
   x->pending--;
   switch (x->phase) {
-  case X_READ:
-    if (res < 0) {
-      x->result = res;
-      break;
-    }
-    MARK_DEFINED (x->buf + x->done, res);
-    x->done += res;
-    if (res > 0 && x->done < x->hi - x->lo && x->lo + x->done < e->size) {
-      pthread_mutex_lock (&e->stats_lock);
-      e->st.short_io++;
-      pthread_mutex_unlock (&e->stats_lock);
-      submit_main (x);
-      return;
-    }
-    /* End of file (a partial last block): the rest reads as zeroes. */
-    if (x->done < x->hi - x->lo)
-      memset (x->buf + x->done, 0, x->hi - x->lo - x->done);
-    {
-      struct dl_req *m, *tmp;
-      DL_FOREACH_MEMBER (m, x->unit, tmp)
-        memcpy (req_of (m)->buf, x->buf + (m->offset - x->lo), m->length);
-    }
-    break;
-
-  case X_RMW:
-    (void) tag;
-    if (res < 0 && x->result == 0)
-      x->result = res;
-    MARK_DEFINED (x->buf, x->hi - x->lo);
-    /* A short edge read can only be the end of the device: zeroes.
-     * Which edge it was does not matter: each was a whole block and
-     * the data about to be copied in overwrites the rest.
-     */
-    if (x->pending > 0)
-      return;
-    if (x->result < 0)
-      break;
-    fill_write (x);
-    x->phase = X_WRITE;
-    x->done = 0;
-    submit_main (x);
-    return;
-
-  case X_WRITE:
-    if (res < 0) {
-      x->result = res;
-      break;
-    }
-    if (res == 0) {
-      x->result = -EIO;
-      break;
-    }
-    x->done += res;
-    if (x->done < x->hi - x->lo) {
-      pthread_mutex_lock (&e->stats_lock);
-      e->st.short_io++;
-      pthread_mutex_unlock (&e->stats_lock);
-      submit_main (x);
-      return;
-    }
-    if (x->zeroing) {
-      zero_step (x);
-      return;
-    }
-    break;
-
-  case X_FALLOC:
-    if (res == -EOPNOTSUPP || res == -EINVAL || res == -ENODEV) {
-      if (x->unit->op == DL_OP_TRIM) {
-        res = 0;                /* advisory */
-      }
-      else {
-        start_zero_write (x, x->lo, x->hi - x->lo);
-        return;
-      }
-    }
-    if (res < 0) {
-      x->result = res;
-      break;
-    }
-    if (x->fsync_after) {
-      prep_fsync (x);
-      return;
-    }
-    break;
-
+  case X_READ:   goes_on = read_done (x, res); break;
+  case X_RMW:    goes_on = rmw_done (x, res); break;
+  case X_WRITE:  goes_on = write_done (x, res); break;
+  case X_FALLOC: goes_on = falloc_done (x, res); break;
   case X_FSYNC:
     if (res < 0)
       x->result = res;
     break;
   }
-  if (x->pending == 0)
+  if (!goes_on && x->pending == 0)
     finish (x);
 }
 
@@ -583,6 +645,13 @@ direct_reap (struct engine *e)
 
     /* Consume first: on_cqe may queue SQEs and submit. */
     io_uring_cqe_seen (&e->ring, cqe);
-    on_cqe (x, (int) (ud & TAG_MASK), res);
+    on_cqe (x, res);
   }
 }
+
+const struct dispatcher direct_dispatcher = {
+  .start = direct_start,
+  .issue = direct_issue,
+  .push = direct_push,
+  .stop = direct_stop,
+};

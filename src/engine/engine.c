@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* nbd-deadline: the engine's lifecycle, inbox and loop.
+/* nbd-deadline: the engine's lifecycle and loop.
  *
  * Submitting threads never touch the scheduler: they append to the
- * inbox under `lock` and wake the loop.  The loop thread alone owns the
+ * inbox (inbox.c) and wake the loop.  The loop thread alone owns the
  * scheduler, the ring and the depth counters, so none of those need
  * locks.  The scheduler only has a choice to make while requests wait,
  * which is why units are handed to the device only while fewer than
@@ -23,15 +23,6 @@
 #include <sys/syscall.h>
 
 #include "internal.h"
-
-uint64_t
-engine_now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
 
 void
 engine_params_default (struct engine_params *p)
@@ -73,89 +64,118 @@ futex_wake_one (int *word)
   syscall (SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-struct engine *
-engine_new (const struct engine_params *p, char *err, size_t errlen)
+/* The parameters a caller may get wrong, each with a one-line reason. */
+static int
+check_params (const struct engine_params *p, char *err, size_t errlen)
 {
-  struct engine *e;
-  int r;
-
   if (p->depth < 1 || p->depth > 1024) {
     snprintf (err, errlen, "depth %u out of range 1..1024", p->depth);
-    errno = EINVAL;
-    return NULL;
+    return -EINVAL;
   }
   if (p->max_bytes < 4096) {
     snprintf (err, errlen, "max in-flight bytes must be at least 4096");
-    errno = EINVAL;
-    return NULL;
+    return -EINVAL;
   }
-  if (dl_tunables_validate (&p->tunables, err, errlen) != 0) {
-    errno = EINVAL;
-    return NULL;
-  }
+  if (dl_tunables_validate (&p->tunables, err, errlen) != 0)
+    return -EINVAL;
   if (p->dispatch == ENGINE_NEXT && p->perform == NULL) {
     snprintf (err, errlen, "next dispatch needs a perform callback");
-    errno = EINVAL;
-    return NULL;
+    return -EINVAL;
   }
   if (p->dispatch == ENGINE_DIRECT && p->path == NULL) {
     snprintf (err, errlen, "direct dispatch needs a backing path");
-    errno = EINVAL;
-    return NULL;
+    return -EINVAL;
   }
+  return 0;
+}
 
-  e = calloc (1, sizeof *e);
-  if (e == NULL) {
-    snprintf (err, errlen, "calloc: %s", strerror (errno));
+static struct engine *
+engine_alloc (const struct engine_params *p)
+{
+  struct engine *e = calloc (1, sizeof *e);
+  pthread_mutexattr_t a;
+
+  if (e == NULL)
     return NULL;
-  }
   e->p = *p;
+  e->disp = p->dispatch == ENGINE_DIRECT ? &direct_dispatcher
+                                         : &nextpool_dispatcher;
   e->b.fd = e->b.fd_buffered = -1;
   e->efd = -1;
-  {
-    /* Held for a few instructions at a time by many submitters and the
-     * loop: spinning briefly beats sleeping in the kernel.
-     */
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init (&a);
-    pthread_mutexattr_settype (&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-    pthread_mutex_init (&e->lock, &a);
-    pthread_mutexattr_destroy (&a);
-  }
+  /* Held for a few instructions at a time by many submitters and the
+   * loop: spinning briefly beats sleeping in the kernel.
+   */
+  pthread_mutexattr_init (&a);
+  pthread_mutexattr_settype (&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+  pthread_mutex_init (&e->lock, &a);
+  pthread_mutexattr_destroy (&a);
   pthread_mutex_init (&e->stats_lock, NULL);
   TAILQ_INIT (&e->wb_list);
   pthread_mutex_init (&e->wb_lock, NULL);
   pthread_cond_init (&e->wb_cond, NULL);
   pthread_mutex_init (&e->wq_lock, NULL);
   pthread_cond_init (&e->wq_cond, NULL);
+  return e;
+}
 
-  if (p->dispatch == ENGINE_DIRECT) {
-    struct io_uring probe;
+/* DIRECT: open the backing, and make sure a ring can be had here, so
+ * that a refusal shows on the terminal rather than in syslog after the
+ * fork; the real ring is made in engine_start.
+ */
+static int
+open_direct (struct engine *e, char *err, size_t errlen)
+{
+  struct io_uring probe;
+  int r;
 
-    r = backing_open (&e->b, p->path, p->readonly, err, errlen);
-    if (r < 0)
-      goto fail;
-    e->size = e->b.size;
-    e->align = e->b.align;
-    /* Make sure a ring can be had here, so that a refusal shows on the
-     * terminal rather than in syslog after the fork; the real one is
-     * made in engine_start.
-     */
-    r = io_uring_queue_init (8, &probe, 0);
-    if (r < 0) {
-      snprintf (err, errlen, "io_uring_queue_init: %s", strerror (-r));
-      goto fail;
-    }
-    io_uring_queue_exit (&probe);
+  r = backing_open (&e->b, e->p.path, e->p.readonly, err, errlen);
+  if (r < 0)
+    return r;
+  e->size = e->b.size;
+  e->align = e->b.align;
+  r = io_uring_queue_init (8, &probe, 0);
+  if (r < 0) {
+    snprintf (err, errlen, "io_uring_queue_init: %s", strerror (-r));
+    return r;
   }
-  else {
-    e->align = p->align ? p->align : 1;
-    if (e->align & (e->align - 1)) {
-      snprintf (err, errlen, "alignment %u is not a power of two", e->align);
-      r = -EINVAL;
-      goto fail;
-    }
+  io_uring_queue_exit (&probe);
+  return 0;
+}
+
+/* NEXT: the layer below's granularity, as the caller gives it. */
+static int
+take_next_align (struct engine *e, char *err, size_t errlen)
+{
+  e->align = e->p.align ? e->p.align : 1;
+  if (e->align & (e->align - 1)) {
+    snprintf (err, errlen, "alignment %u is not a power of two", e->align);
+    return -EINVAL;
   }
+  return 0;
+}
+
+struct engine *
+engine_new (const struct engine_params *p, char *err, size_t errlen)
+{
+  struct engine *e;
+  int r;
+
+  r = check_params (p, err, errlen);
+  if (r < 0) {
+    errno = -r;
+    return NULL;
+  }
+  e = engine_alloc (p);
+  if (e == NULL) {
+    snprintf (err, errlen, "calloc: %s", strerror (errno));
+    return NULL;
+  }
+  if (p->dispatch == ENGINE_DIRECT)
+    r = open_direct (e, err, errlen);
+  else
+    r = take_next_align (e, err, errlen);
+  if (r < 0)
+    goto fail;
 
   e->sched = dl_sched_new (&p->tunables, e->align);
   if (e->sched == NULL) {
@@ -204,9 +224,9 @@ complete_req (struct engine *e, struct engine_req *r, uint64_t now)
   futex_wake_one (&r->done);   /* r may be gone already: address only */
 }
 
-void
-engine_unit_done (struct engine *e, struct dl_req *unit, int result,
-                  bool per_member)
+/* The dispatchers' unit_done_fn: a unit has left the device. */
+static void
+unit_done (struct engine *e, struct dl_req *unit, int result, bool per_member)
 {
   uint64_t now = engine_now_ns ();
   struct dl_req *m, *tmp;
@@ -262,10 +282,7 @@ issue (struct engine *e, struct dl_req *unit, uint64_t now)
     e->st.inflight_max = e->inflight;
   pthread_mutex_unlock (&e->stats_lock);
 
-  if (e->p.dispatch == ENGINE_DIRECT)
-    direct_issue (e, unit);
-  else
-    nextpool_issue (e, unit);
+  e->disp->issue (e, unit);
 }
 
 /* Hand units to the device while there is room; arm the core's timer. */
@@ -313,8 +330,8 @@ pump (struct engine *e)
     ev_timer_start (e->loop, &e->sched_timer);
   }
 
-  if (e->p.dispatch == ENGINE_DIRECT)
-    direct_submit (e);
+  if (e->disp->push)
+    e->disp->push (e);
 
   if (e->draining && e->inflight == 0)
     ev_break (e->loop, EVBREAK_ALL);
@@ -363,40 +380,15 @@ poll_briefly (struct engine *e)
   }
 }
 
+/* Requests that arrived: into the core, or failed if the engine is
+ * stopping.
+ */
 static void
-on_wake (struct ev_loop *loop, ev_async *w, int revents)
+insert_arrivals (struct engine *e, struct engine_req *in, bool stopping)
 {
-  struct engine *e = w->data;
-  struct engine_req *in, *done, *r, *next;
-  bool stopping, tun;
-  struct dl_tunables t;
-  uint64_t now;
+  uint64_t now = engine_now_ns ();
+  struct engine_req *r, *next;
 
-  (void) loop; (void) revents;
-  pthread_mutex_lock (&e->lock);
-  in = e->inbox_head;
-  __atomic_store_n (&e->inbox_head, NULL, __ATOMIC_RELAXED);
-  e->inbox_tail = NULL;
-  done = e->done_head;
-  e->done_head = NULL;
-  stopping = e->stopping;
-  tun = e->tunables_pending;
-  t = e->new_tunables;
-  e->tunables_pending = false;
-  pthread_mutex_unlock (&e->lock);
-
-  if (tun) {
-    char err[128];
-    dl_sched_set_tunables (e->sched, &t, err, sizeof err);
-  }
-
-  /* Completions first: they free slots for what arrives. */
-  for (r = done; r; r = next) {
-    next = r->inbox_next;
-    engine_unit_done (e, &r->dl, 0, true);
-  }
-
-  now = engine_now_ns ();
   for (r = in; r; r = next) {
     next = r->inbox_next;
     r->t_insert = now;
@@ -410,13 +402,42 @@ on_wake (struct ev_loop *loop, ev_async *w, int revents)
     }
     dl_insert (e->sched, &r->dl, now);
   }
+}
 
-  if (stopping && !e->draining) {
-    struct dl_req *u;
-    e->draining = true;
-    while ((u = dl_drain (e->sched)) != NULL)
-      fail_unit (e, u, -ESHUTDOWN);
+/* Stopping: fail every unit still waiting in the core, once; those in
+ * flight complete as usual, and the loop ends when none is left.
+ */
+static void
+drain_waiting (struct engine *e)
+{
+  struct dl_req *u;
+
+  e->draining = true;
+  while ((u = dl_drain (e->sched)) != NULL)
+    fail_unit (e, u, -ESHUTDOWN);
+}
+
+static void
+on_wake (struct ev_loop *loop, ev_async *w, int revents)
+{
+  struct engine *e = w->data;
+  struct inbox_batch b;
+  struct engine_req *r, *next;
+
+  (void) loop;
+  inbox_take (e, &b);
+  if (b.tunables_pending) {
+    char err[128];
+    dl_sched_set_tunables (e->sched, &b.tunables, err, sizeof err);
   }
+  /* Completions first: they free slots for what arrives. */
+  for (r = b.done; r; r = next) {
+    next = r->inbox_next;
+    unit_done (e, &r->dl, 0, true);
+  }
+  insert_arrivals (e, b.in, b.stopping);
+  if (b.stopping && !e->draining)
+    drain_waiting (e);
   pump (e);
   if (w != NULL && revents != 0)
     poll_briefly (e);
@@ -494,24 +515,18 @@ engine_start (struct engine *e)
     /* It must not keep ev_run alive at shutdown: ev_break ends it. */
   }
 
+  r = e->disp->start (e, unit_done, err, sizeof err);
+  if (r < 0)
+    return r;
   if (e->p.dispatch == ENGINE_DIRECT) {
-    r = direct_setup (e, err, sizeof err);
-    if (r < 0)
-      return r;
     ev_io_init (&e->ring_io, on_ring, e->efd, EV_READ);
     e->ring_io.data = e;
     ev_io_start (e->loop, &e->ring_io);
   }
-  else {
-    r = nextpool_start (e);
-    if (r < 0)
-      return r;
-  }
 
   r = pthread_create (&e->thread, NULL, loop_thread, e);
   if (r != 0) {
-    if (e->p.dispatch == ENGINE_NEXT)
-      nextpool_stop (e);
+    e->disp->stop (e);
     return -r;
   }
   pthread_mutex_lock (&e->lock);
@@ -520,62 +535,11 @@ engine_start (struct engine *e)
   return 0;
 }
 
-/* Fill the core's part of r and append it to the inbox. */
-static int
-enqueue (struct engine *e, struct engine_req *r)
-{
-  bool first;
-
-  r->dl.offset = r->offset;
-  r->dl.length = r->op == DL_OP_FLUSH ? 0 : r->length;
-  r->dl.op = r->op;
-  r->dl.flags = r->flags;
-  r->dl.stream = r->stream;
-  r->dl.priv = r;
-  r->inbox_next = NULL;
-  r->t_submit = engine_now_ns ();
-  r->t_insert = r->t_dispatch = 0;
-  r->result = 0;
-  r->done = 0;
-
-  __atomic_add_fetch (&e->outstanding, 1, __ATOMIC_RELAXED);
-  pthread_mutex_lock (&e->lock);
-  if (!e->started || e->stopping) {
-    pthread_mutex_unlock (&e->lock);
-    __atomic_sub_fetch (&e->outstanding, 1, __ATOMIC_RELAXED);
-    return -ESHUTDOWN;
-  }
-  first = e->inbox_head == NULL;
-  if (first)                    /* atomic: poll_briefly peeks without the lock */
-    __atomic_store_n (&e->inbox_head, r, __ATOMIC_RELAXED);
-  else
-    e->inbox_tail->inbox_next = r;
-  e->inbox_tail = r;
-  pthread_mutex_unlock (&e->lock);
-
-  /* Not under stats_lock: every submitting thread passes here, and the
-   * lock is the loop thread's (contention showed up in profiles).
-   */
-  __atomic_add_fetch (&e->submitted, 1, __ATOMIC_RELAXED);
-
-  /* One wake-up per batch: later arrivals ride on the first's.  (Not
-   * waking the loop while every slot is taken was tried: a unit that
-   * completes inside issue(), or a NEXT unit completed through the done
-   * list, lowers `inflight` after the inbox was taken, and a request
-   * could then be stranded.  The spin change gave the gain anyway.)
-   */
-  if (first)
-    ev_async_send (e->loop, &e->wake);
-  return 0;
-}
-
 int
 engine_submit_async (struct engine *e, struct engine_req *r,
                      void (*cb) (struct engine_req *, void *), void *opaque)
 {
-  r->done_cb = cb;
-  r->done_opaque = opaque;
-  return enqueue (e, r);
+  return inbox_put (e, r, cb, opaque);
 }
 
 int
@@ -591,8 +555,7 @@ engine_submit (struct engine *e, struct engine_req *r)
   if (r->op == DL_OP_FLUSH)
     wb_err = wb_before_flush (e);
 
-  r->done_cb = NULL;
-  rc = enqueue (e, r);
+  rc = inbox_put (e, r, NULL, NULL);
   if (rc == 0) {
     futex_wait_while (&r->done, 0);
     rc = r->result;
@@ -650,10 +613,7 @@ engine_stop (struct engine *e)
 
   ev_async_send (e->loop, &e->wake);
   pthread_join (e->thread, NULL);
-  if (e->p.dispatch == ENGINE_NEXT)
-    nextpool_stop (e);
-  else
-    direct_teardown (e);
+  e->disp->stop (e);
 }
 
 void

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "dl-sched.h"
 
@@ -163,7 +164,15 @@ void engine_get_stats (struct engine *e, struct engine_stats *st);
 /* One line of counters and percentiles, for logs. */
 void engine_format_stats (const struct engine_stats *st, char *buf, size_t len);
 
-uint64_t engine_now_ns (void);
+/* The clock of every timestamp in the engine and its stats. */
+static inline uint64_t
+engine_now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the engine's private state, shared by its files.
  *
- *   engine.c    lifecycle, inbox, the loop, depth accounting, stats
- *   direct.c    issuing units through io_uring on the O_DIRECT backing
- *   nextpool.c  issuing units through a callback on worker threads
- *   writeback.c writes answered before they reach the device
+ * The files of the engine, bottom up.  Each calls only the files above
+ * it in this list; what a lower file must tell a higher one goes
+ * through a callback it is given (tests/test-layers.sh checks this):
+ *
+ *   backing.c, bufpool.c  the backing's descriptors; aligned buffers
+ *   inbox.c               requests handed between threads and the loop
+ *   direct.c, nextpool.c  the two dispatchers (struct dispatcher):
+ *                         io_uring on the O_DIRECT backing, or the
+ *                         layer below on worker threads
+ *   writeback.c           writes answered before they reach the device
+ *   engine.c              lifecycle, the loop, depth accounting, stats
+ *   control.c             the control socket (engine.h's API only)
  */
 #ifndef NBD_DEADLINE_ENGINE_INTERNAL_H
 #define NBD_DEADLINE_ENGINE_INTERNAL_H
@@ -23,6 +31,32 @@
 
 struct xfer;
 struct wb_write;
+struct engine;
+
+/* How a dispatcher reports that a unit has finished, on the loop
+ * thread.  result is applied to every member; with per_member, each
+ * member's own engine_req.result is kept instead.
+ */
+typedef void unit_done_fn (struct engine *e, struct dl_req *unit, int result,
+                           bool per_member);
+
+/* A dispatcher takes the units the core chooses to the device.  The
+ * engine starts it before the loop runs, gives it each unit, asks it to
+ * push what it has prepared at the end of every loop turn, and stops it
+ * once the loop has ended.  A unit's end comes back through the
+ * unit_done_fn given to start (direct), or through the inbox's done list,
+ * which the loop turns into the same call (nextpool: its workers are
+ * not the loop thread).
+ */
+struct dispatcher {
+  int (*start) (struct engine *e, unit_done_fn *done, char *err,
+                size_t errlen);
+  void (*issue) (struct engine *e, struct dl_req *unit);
+  void (*push) (struct engine *e);      /* NULL: nothing to push */
+  void (*stop) (struct engine *e);
+};
+extern const struct dispatcher direct_dispatcher;
+extern const struct dispatcher nextpool_dispatcher;
 
 struct engine {
   struct engine_params p;
@@ -54,8 +88,11 @@ struct engine {
   uint32_t flushes_inflight;    /* flush units among them */
   bool draining;
 
+  const struct dispatcher *disp;  /* direct or nextpool */
+
   /* DIRECT. */
   struct io_uring ring;
+  unit_done_fn *direct_done;    /* engine.c's, given to direct_start */
   bool ring_ready;
   int efd;
   struct bufpool pool;
@@ -85,30 +122,27 @@ struct engine {
   struct engine_stats st;
 };
 
-/* engine.c: the loop calls these when a unit has finished.  result is
- * applied to every member; with per_member, each member's own
- * engine_req.result is kept instead (NEXT).
- */
-void engine_unit_done (struct engine *e, struct dl_req *unit, int result,
-                       bool per_member);
+/* inbox.c */
+int inbox_put (struct engine *e, struct engine_req *r,
+               void (*cb) (struct engine_req *, void *), void *opaque);
+void inbox_done (struct engine *e, struct engine_req *head);
+struct inbox_batch {
+  struct engine_req *in;        /* arrivals, in order */
+  struct engine_req *done;      /* unit heads finished by workers */
+  bool stopping;
+  bool tunables_pending;
+  struct dl_tunables tunables;
+};
+void inbox_take (struct engine *e, struct inbox_batch *b);
 
-/* direct.c */
-int direct_setup (struct engine *e, char *err, size_t errlen);  /* after fork */
-void direct_teardown (struct engine *e);
-void direct_issue (struct engine *e, struct dl_req *unit);
+/* direct.c, besides its dispatcher */
 void direct_reap (struct engine *e);          /* from the ring's ev_io */
-void direct_submit (struct engine *e);        /* flush queued SQEs */
 
 /* writeback.c */
 bool wb_applies (const struct engine *e, const struct engine_req *r);
 int wb_submit (struct engine *e, struct engine_req *r);
 int wb_before_flush (struct engine *e);
 void wb_close (struct engine *e);
-
-/* nextpool.c */
-int nextpool_start (struct engine *e);
-void nextpool_stop (struct engine *e);
-void nextpool_issue (struct engine *e, struct dl_req *unit);
 
 static inline struct engine_req *
 req_of (struct dl_req *d)

@@ -4,11 +4,13 @@
  * The callback (the filter's next->pread etc.) blocks, and the loop
  * must not, so `depth` worker threads take dispatched units from a
  * queue, perform each member in offset order, and hand the unit back
- * to the loop through the done list and an ev_async.  There are never
+ * to the loop through the inbox's done list (inbox_done).  There are never
  * more units in flight than workers, so none waits here long.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -20,7 +22,6 @@ worker (void *arg)
   for (;;) {
     struct engine_req *head;
     struct dl_req *m, *tmp;
-    bool first;
 
     pthread_mutex_lock (&e->wq_lock);
     while (e->wq_head == NULL && !e->wq_stop)
@@ -40,29 +41,33 @@ worker (void *arg)
       r->result = e->p.perform (e->p.perform_opaque, r);
     }
 
-    pthread_mutex_lock (&e->lock);
-    first = e->done_head == NULL;
-    head->inbox_next = e->done_head;
-    e->done_head = head;
-    pthread_mutex_unlock (&e->lock);
-    if (first)
-      ev_async_send (e->loop, &e->wake);
+    inbox_done (e, head);
   }
 }
 
-int
-nextpool_start (struct engine *e)
+static void nextpool_stop (struct engine *e);
+
+/* Units come back through inbox_done, not through done: the workers
+ * are not the loop thread.
+ */
+static int
+nextpool_start (struct engine *e, unit_done_fn *done, char *err,
+                size_t errlen)
 {
   uint32_t i;
   int r;
 
+  (void) done;
   e->workers = calloc (e->p.depth, sizeof *e->workers);
-  if (e->workers == NULL)
+  if (e->workers == NULL) {
+    snprintf (err, errlen, "calloc: %s", strerror (ENOMEM));
     return -ENOMEM;
+  }
   e->wq_stop = false;
   for (i = 0; i < e->p.depth; ++i) {
     r = pthread_create (&e->workers[i], NULL, worker, e);
     if (r != 0) {
+      snprintf (err, errlen, "pthread_create: %s", strerror (r));
       e->nworkers = i;
       nextpool_stop (e);
       return -r;
@@ -72,7 +77,7 @@ nextpool_start (struct engine *e)
   return 0;
 }
 
-void
+static void
 nextpool_stop (struct engine *e)
 {
   uint32_t i;
@@ -88,7 +93,7 @@ nextpool_stop (struct engine *e)
   e->nworkers = 0;
 }
 
-void
+static void
 nextpool_issue (struct engine *e, struct dl_req *unit)
 {
   struct engine_req *head = req_of (unit);
@@ -103,3 +108,10 @@ nextpool_issue (struct engine *e, struct dl_req *unit)
   pthread_cond_signal (&e->wq_cond);
   pthread_mutex_unlock (&e->wq_lock);
 }
+
+const struct dispatcher nextpool_dispatcher = {
+  .start = nextpool_start,
+  .issue = nextpool_issue,
+  .push = NULL,
+  .stop = nextpool_stop,
+};

@@ -125,7 +125,7 @@ wb_submit (struct engine *e, struct engine_req *r)
   /* Queued under wb_lock, so that seq order is queue order: a flush
    * that sees seq n answered knows writes 1..n are in the core.
    */
-  rc = engine_submit_async (e, &w->r, wb_done, w);
+  rc = inbox_put (e, &w->r, wb_done, w);
   if (rc < 0) {
     TAILQ_REMOVE (&e->wb_list, w, link);
     e->wb_bytes -= r->length;

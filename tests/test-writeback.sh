@@ -96,6 +96,12 @@ if make_slow_device "$tmpdir/slow" --filter=delay memory 64M wdelay=20ms; then
     [ $have -lt 8 ] || fail "slow device: the device had every byte before the answers (not early)"
     [ $(( answered_ms * 2 )) -lt $device_ms ] ||
         fail "slow device: the answers took $answered_ms ms of the device's $device_ms ms (not early)"
+    # The device needs at least 20 ms for each 256 KiB unit (max_merge),
+    # two at a time (deadline-depth 2): 320 ms for 8 MiB.  Answers that
+    # all came sooner cannot have waited for the device; a window that
+    # admits one write at a time takes twice that.
+    [ "$answered_ms" -lt 320 ] ||
+        fail "slow device: the answers took $answered_ms ms, no less than the device needs (320 ms): not early"
     cmp -n 8388608 "$src" "$slowdev" || fail "slow device: answered writes lost at shutdown"
 else
     fail "could not build the slow device"

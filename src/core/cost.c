@@ -10,6 +10,8 @@
  */
 #include <config.h>
 
+#include <assert.h>
+
 #include "sched-internal.h"
 
 /* What a unit costs its batch.  The seed counted requests: 1 if
@@ -47,8 +49,14 @@ cost_account (struct dl_sched *s, struct dl_req *u)
 
   if (!contiguous)
     s->st.seeks++;
-  if (s->batching && u->dir == s->batch_dir)
+  if (s->batching && u->dir == s->batch_dir) {
+    /* A batch takes a unit only while it has budget left (select.c,
+     * continue_batch), so it ends at most one unit's cost past
+     * fifo_batch.
+     */
+    assert (s->batch_cost < s->t.fifo_batch);
     cost_charge (s, cost_unit (s, u, contiguous));
+  }
   s->head_pos = dl_end (u);
   s->last_end[u->dir] = dl_end (u);
 }

@@ -12,6 +12,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -268,6 +269,10 @@ issue (struct engine *e, struct dl_req *unit, uint64_t now)
   e->inflight_bytes += unit->op == DL_OP_FLUSH ? 0 : unit->unit_length;
   if (unit->op == DL_OP_FLUSH)
     e->flushes_inflight++;
+  /* The device never holds more than depth units, and one flush beyond
+   * them (pump).
+   */
+  assert (e->inflight <= e->p.depth + e->flushes_inflight);
   DL_FOREACH_MEMBER (m, unit, tmp) {
     struct engine_req *r = req_of (m);
     r->t_dispatch = now;

@@ -94,34 +94,65 @@ struct dl_tunables {
                                    (select.c; default off, the seed: on) */
 };
 
-/* Counters.  Monotonic unless marked gauge. */
+/* Counters, each named once in one of the three lists below, which
+ * make both the fields of struct dl_stats and the lines of the control
+ * socket's `stats` answer (src/engine/control.c shows each list where
+ * it stands among the engine's own counters, engine.h).  Adding a
+ * counter is one line here, and incrementing it where it happens.
+ *
+ *   X (field, name, doc)                   one uint64_t
+ *   X2 (field, read_name, write_name, doc) uint64_t field[2], by enum dl_dir
+ *
+ * A NULL name is counted (the tests read it) but not shown.  The lists
+ * are split where the `stats` answer puts engine counters between them.
+ */
+#define DL_STATS_REQUESTS(X, X2)                                          \
+  X2 (inserted, "reads_total", "writes_total", "caller requests")          \
+  X (flushes, "flushes_total", "flush requests")                          \
+  X2 (dispatched, NULL, NULL, "units handed to the device")               \
+  X2 (dispatched_bytes, "read_bytes_total", "write_bytes_total",          \
+      "bytes of those units")
+
+#define DL_STATS_EVENTS(X, X2)                                            \
+  X (merged_back, "merged_back_total",                                    \
+     "requests appended to a queued unit")                                \
+  X (merged_front, "merged_front_total",                                  \
+     "requests prepended to a queued unit")                               \
+  X (merged_units, NULL, "queued units joined after a merge")             \
+  X2 (batches, "read_batches_total", "write_batches_total",               \
+      "batches started")                                                  \
+  X2 (expired, "read_expired_total", "write_expired_total",               \
+      "batches started at an expired request")                            \
+  X (starved_switches, "starved_switches_total",                          \
+     "write batches forced while reads waited")                           \
+  X (seeks, "seeks_total", "dispatched units not contiguous with the last") \
+  X (hazard_holds, "hazard_holds_total",                                  \
+     "requests held behind an overlapping one")                           \
+  X (preemptions, "preemptions_total", "write batches ended early by a read") \
+  X (write_holds, "write_holds_total",                                    \
+     "dispatches refused to keep writes to half the device beside a "     \
+     "dependent reader (select.c, write_held)")                           \
+  X (antic_waits, "antic_waits_total", "read batches kept open for a reader") \
+  X (antic_hits, "antic_hits_total", "... whose next read came in time")  \
+  X (antic_misses, "antic_misses_total", "... that timed out")
+
+/* Gauges: what is there now, not how often it happened. */
+#define DL_STATS_GAUGES(X, X2)                                            \
+  X2 (queued, "queued_reads", "queued_writes",                            \
+      "units waiting in the sorted queues")                               \
+  X (queued_flushes, "queued_flushes", "flush units waiting")             \
+  X (queued_preempting, "queued_preempting_reads",                        \
+     "... read units that may end a write batch (select.c)")              \
+  X (held, "held", "units held by hazards")                               \
+  X (inflight, "inflight", "units dispatched, not completed")             \
+  X (inflight_writes, "inflight_writes", "... of them writes (not flushes)")
+
+#define DL_STATS_FIELD_(field, name, doc) uint64_t field;
+#define DL_STATS_FIELD2_(field, rname, wname, doc) uint64_t field[2];
 struct dl_stats {
-  uint64_t inserted[2];         /* caller requests, by direction */
-  uint64_t flushes;             /* flush requests */
-  uint64_t merged_back;         /* requests appended to a queued unit */
-  uint64_t merged_front;        /* requests prepended to a queued unit */
-  uint64_t merged_units;        /* queued units joined after a merge */
-  uint64_t dispatched[2];       /* units handed to the device */
-  uint64_t dispatched_bytes[2];
-  uint64_t batches[2];          /* batches started, by direction */
-  uint64_t expired[2];          /* batches started at an expired request */
-  uint64_t starved_switches;    /* write batches forced while reads waited */
-  uint64_t seeks;               /* dispatched units not contiguous with the last */
-  uint64_t hazard_holds;        /* requests held behind an overlapping one */
-  uint64_t preemptions;         /* write batches ended early by a read */
-  uint64_t antic_waits;         /* read batches kept open for a reader */
-  uint64_t antic_hits;          /* ... whose next read came in time */
-  uint64_t antic_misses;        /* ... that timed out */
-  uint64_t write_holds;         /* dispatches refused to keep writes to
-                                   half the device beside a dependent
-                                   reader (select.c, write_held) */
-  uint64_t queued[2];           /* gauge: units waiting in the sorted queues */
-  uint64_t queued_flushes;      /* gauge: flush units waiting */
-  uint64_t queued_preempting;   /* gauge: ... read units that may end a
-                                   write batch (select.c) */
-  uint64_t held;                /* gauge: units held by hazards */
-  uint64_t inflight;            /* gauge: units dispatched, not completed */
-  uint64_t inflight_writes;     /* gauge: ... of them writes (not flushes) */
+  DL_STATS_REQUESTS (DL_STATS_FIELD_, DL_STATS_FIELD2_)
+  DL_STATS_EVENTS (DL_STATS_FIELD_, DL_STATS_FIELD2_)
+  DL_STATS_GAUGES (DL_STATS_FIELD_, DL_STATS_FIELD2_)
 };
 
 /* A request.  The caller owns the memory and fills the first block;

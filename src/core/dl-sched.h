@@ -69,29 +69,77 @@ enum dl_policy {
   DL_POLICY_ELEVATOR,           /* one C-LOOK sweep, no deadlines */
 };
 
-/* Tunables.  All can change at run time (dl_sched_set_tunables). */
+/* Tunables, each named once in DL_TUNABLES, which makes the fields of
+ * struct dl_tunables and drives tunable.c: names, defaults, parsing,
+ * printing, validation and comparison.  All can change at run time
+ * (dl_sched_set_tunables).  One line a tunable:
+ *
+ *   X (field, name, kind, default, min, max, range, doc)
+ *
+ *   kind     POLICY (enum dl_policy), DURATION (uint64_t, ns),
+ *            COUNT (uint32_t), BOOL (bool), SIZE (uint64_t, bytes)
+ *   min, max what dl_tunables_validate accepts, and range the reason it
+ *            gives, after the name, for a value outside them
+ *
+ * Beyond the seed: anticipate, preempt, preempt_min, size_cost,
+ * seed_batches, and write_expire and max_merge's defaults; profile seed
+ * (tunable.c) sets them all as the seed.
+ */
+#define DL_MS UINT64_C (1000000)
+#define DL_SEC UINT64_C (1000000000)
+#define DL_MAX_EXPIRE (3600 * DL_SEC)   /* an hour: beyond it, a typo */
+#define DL_MAX_COUNT 1000000            /* a literal: the messages show it */
+#define DL_STR_(x) #x
+#define DL_STR(x) DL_STR_ (x)
+#define DL_MAX_MERGE (64ULL << 20)      /* the largest unit a buffer holds */
+
+#define DL_TUNABLES(X)                                                    \
+  X (policy, "scheduler", POLICY, DL_POLICY_DEADLINE,                     \
+     DL_POLICY_DEADLINE, DL_POLICY_ELEVATOR, "unknown policy",            \
+     "the policy")                                                        \
+  X (read_expire_ns, "read_expire", DURATION, 500 * DL_MS,                \
+     1, DL_MAX_EXPIRE, "must be more than 0 and at most 1h",              \
+     "the seed's default")                                                \
+  X (write_expire_ns, "write_expire", DURATION, 5 * DL_SEC,               \
+     0, DL_MAX_EXPIRE, "must be at most 1h (0 = none)",                   \
+     "mq-deadline's default; 0 = none (the seed)")                        \
+  X (fifo_batch, "fifo_batch", COUNT, 64,                                 \
+     1, DL_MAX_COUNT, "must be between 1 and " DL_STR (DL_MAX_COUNT),            \
+     "cost units per batch")                                              \
+  X (seek_cost, "seek_cost", COUNT, 16,                                   \
+     1, DL_MAX_COUNT, "must be between 1 and " DL_STR (DL_MAX_COUNT),            \
+     "cost of a non-contiguous unit")                                     \
+  X (writes_starved, "writes_starved", COUNT, 2,                          \
+     0, DL_MAX_COUNT, "must be at most " DL_STR (DL_MAX_COUNT),                  \
+     "read batches while writes wait")                                    \
+  X (front_merges, "front_merges", BOOL, true, 0, 1, "",                  \
+     "merge in front of queued units too")                                \
+  X (max_merge, "max_merge", SIZE, 256 << 10,                             \
+     0, DL_MAX_MERGE, "must be at most 64M (0 = no merging)",             \
+     "bytes per merged unit (why 256 KiB: merge.c); 0 = no merging")      \
+  X (anticipate_ns, "anticipate", DURATION, 20 * DL_MS,                   \
+     0, DL_SEC, "must be at most 1s (0 = off)",                           \
+     "longest idle wait for a dependent reader, a ceiling (anticipate.c); " \
+     "longer, and the disk just idles; 0 = off")                          \
+  X (preempt, "preempt", BOOL, true, 0, 1, "",                            \
+     "a read may end a write batch early (select.c) ...")                 \
+  X (preempt_min, "preempt_min", COUNT, 16,                               \
+     0, DL_MAX_COUNT, "must be at most " DL_STR (DL_MAX_COUNT),                  \
+     "... once it has spent this many cost units (a seek's worth)")       \
+  X (size_cost, "size_cost", BOOL, true, 0, 1, "",                        \
+     "a unit costs 1 more per further 128 KiB (select_unit_cost)")        \
+  X (seed_batches, "seed_batches", BOOL, false, 0, 1, "",                 \
+     "batches as the 2002 patch forms them (select.c)")
+
+#define DL_TUNABLE_TYPE_POLICY enum dl_policy
+#define DL_TUNABLE_TYPE_DURATION uint64_t
+#define DL_TUNABLE_TYPE_COUNT uint32_t
+#define DL_TUNABLE_TYPE_BOOL bool
+#define DL_TUNABLE_TYPE_SIZE uint64_t
+#define DL_TUNABLE_FIELD_(field, name, kind, def, min, max, range, doc)   \
+  DL_TUNABLE_TYPE_##kind field;
 struct dl_tunables {
-  enum dl_policy policy;
-  uint64_t read_expire_ns;      /* default 500 ms, as the seed */
-  uint64_t write_expire_ns;     /* default 5 s (mq-deadline); 0 = none (seed) */
-  uint32_t fifo_batch;          /* cost units per batch, default 64 */
-  uint32_t seek_cost;           /* cost of a non-contiguous unit, default 16 */
-  uint32_t writes_starved;      /* read batches while writes wait, default 2 */
-  bool front_merges;            /* default true */
-  uint64_t max_merge;           /* bytes per merged unit, default 256 KiB; 0 = no merging */
-  /* Beyond the seed (off in profile seed, with write_expire 0, size_cost
-   * off, seed_batches on and max_merge 255 sectors: tunable.c): */
-  uint64_t anticipate_ns;       /* longest idle wait for a dependent reader,
-                                   default 20 ms; 0 = off */
-  bool preempt;                 /* a read may end a write batch early
-                                   (default on) ... */
-  uint32_t preempt_min;         /* ... once it has spent this many cost
-                                   units (default 16) */
-  /* Beyond the seed too (profile seed turns both off/on as the seed): */
-  bool size_cost;               /* a unit costs 1 more per further 128 KiB
-                                   (default on; the seed: off) */
-  bool seed_batches;            /* batches as the 2002 patch forms them
-                                   (select.c; default off, the seed: on) */
+  DL_TUNABLES (DL_TUNABLE_FIELD_)
 };
 
 /* Counters, each named once in one of the three lists below, which

@@ -104,13 +104,13 @@ enum dl_policy {
      0, DL_MAX_EXPIRE, "must be at most 1h (0 = none)",                   \
      "mq-deadline's default; 0 = none (the seed)")                        \
   X (fifo_batch, "fifo_batch", COUNT, 64,                                 \
-     1, DL_MAX_COUNT, "must be between 1 and " DL_STR (DL_MAX_COUNT),            \
+     1, DL_MAX_COUNT, "must be between 1 and " DL_STR (DL_MAX_COUNT),     \
      "cost units per batch")                                              \
   X (seek_cost, "seek_cost", COUNT, 16,                                   \
-     1, DL_MAX_COUNT, "must be between 1 and " DL_STR (DL_MAX_COUNT),            \
+     1, DL_MAX_COUNT, "must be between 1 and " DL_STR (DL_MAX_COUNT),     \
      "cost of a non-contiguous unit")                                     \
   X (writes_starved, "writes_starved", COUNT, 2,                          \
-     0, DL_MAX_COUNT, "must be at most " DL_STR (DL_MAX_COUNT),                  \
+     0, DL_MAX_COUNT, "must be at most " DL_STR (DL_MAX_COUNT),           \
      "read batches while writes wait")                                    \
   X (front_merges, "front_merges", BOOL, true, 0, 1, "",                  \
      "merge in front of queued units too")                                \
@@ -124,7 +124,7 @@ enum dl_policy {
   X (preempt, "preempt", BOOL, true, 0, 1, "",                            \
      "a read may end a write batch early (select.c) ...")                 \
   X (preempt_min, "preempt_min", COUNT, 16,                               \
-     0, DL_MAX_COUNT, "must be at most " DL_STR (DL_MAX_COUNT),                  \
+     0, DL_MAX_COUNT, "must be at most " DL_STR (DL_MAX_COUNT),           \
      "... once it has spent this many cost units (a seek's worth)")       \
   X (size_cost, "size_cost", BOOL, true, 0, 1, "",                        \
      "a unit costs 1 more per further 128 KiB (select_unit_cost)")        \

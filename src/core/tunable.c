@@ -33,7 +33,8 @@ struct tunable {
 };
 
 #define DESCRIBE_(field, name, kind, def, min, max, range, doc)         \
-  { name, K_##kind, offsetof (struct dl_tunables, field), def, min, max, range },
+  { name, K_##kind, offsetof (struct dl_tunables, field),               \
+    def, min, max, range },
 static const struct tunable tunables[] = { DL_TUNABLES (DESCRIBE_) };
 #define NTUNABLES (sizeof tunables / sizeof tunables[0])
 

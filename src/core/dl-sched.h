@@ -129,7 +129,8 @@ enum dl_policy {
   X (size_cost, "size_cost", BOOL, true, 0, 1, "",                        \
      "a unit costs 1 more per further 128 KiB (select_unit_cost)")        \
   X (seed_batches, "seed_batches", BOOL, false, 0, 1, "",                 \
-     "batches as the 2002 patch forms them (select.c)")
+     "batches as the 2002 patch forms them (select.c)")                   \
+  /* end of DL_TUNABLES */
 
 #define DL_TUNABLE_TYPE_POLICY enum dl_policy
 #define DL_TUNABLE_TYPE_DURATION uint64_t
@@ -159,7 +160,8 @@ struct dl_tunables {
   X (flushes, "flushes_total", "flush requests")                          \
   X2 (dispatched, NULL, NULL, "units handed to the device")               \
   X2 (dispatched_bytes, "read_bytes_total", "write_bytes_total",          \
-      "bytes of those units")
+      "bytes of those units")                                             \
+  /* end of DL_STATS_REQUESTS */
 
 #define DL_STATS_EVENTS(X, X2)                                            \
   X (merged_back, "merged_back_total",                                    \
@@ -182,7 +184,8 @@ struct dl_tunables {
      "dependent reader (select.c, write_held)")                           \
   X (antic_waits, "antic_waits_total", "read batches kept open for a reader") \
   X (antic_hits, "antic_hits_total", "... whose next read came in time")  \
-  X (antic_misses, "antic_misses_total", "... that timed out")
+  X (antic_misses, "antic_misses_total", "... that timed out")            \
+  /* end of DL_STATS_EVENTS */
 
 /* Gauges: what is there now, not how often it happened. */
 #define DL_STATS_GAUGES(X, X2)                                            \
@@ -193,7 +196,8 @@ struct dl_tunables {
      "... read units that may end a write batch (select.c)")              \
   X (held, "held", "units held by hazards")                               \
   X (inflight, "inflight", "units dispatched, not completed")             \
-  X (inflight_writes, "inflight_writes", "... of them writes (not flushes)")
+  X (inflight_writes, "inflight_writes", "... of them writes (not flushes)") \
+  /* end of DL_STATS_GAUGES */
 
 #define DL_STATS_FIELD_(field, name, doc) uint64_t field;
 #define DL_STATS_FIELD2_(field, rname, wname, doc) uint64_t field[2];

@@ -148,16 +148,19 @@ void engine_get_tunables (struct engine *e, struct dl_tunables *t);
 #define ENGINE_STATS_REQUESTS(X)                                         \
   X (submitted, "requests_total", "requests submitted")                  \
   X (completed, "completed_total", "... completed")                      \
-  X (failed, "failed_total", "... completed with an error")
+  X (failed, "failed_total", "... completed with an error")              \
+  /* end of ENGINE_STATS_REQUESTS */
 
 #define ENGINE_STATS_UNITS(X)                                            \
   X (units, "units_total", "units issued")                               \
-  X (unit_members, "unit_members_total", "the requests they held")
+  X (unit_members, "unit_members_total", "the requests they held")       \
+  /* end of ENGINE_STATS_UNITS */
 
 #define ENGINE_STATS_IO(X)                                               \
   X (rmw, "rmw_total", "writes that needed a read of edge blocks")       \
   X (short_io, "short_io_total", "resubmissions after a short read/write") \
-  X (zero_fallback, "zero_fallback_total", "zero done by writing zeroes")
+  X (zero_fallback, "zero_fallback_total", "zero done by writing zeroes") \
+  /* end of ENGINE_STATS_IO */
 
 #define ENGINE_STATS_PEAKS(X)                                            \
   X (inflight_max, "inflight_max", "most units seen in flight")          \
@@ -165,7 +168,8 @@ void engine_get_tunables (struct engine *e, struct dl_tunables *t);
   X (wb_answered, "writeback_answered_total",                            \
      "writes answered before the device had them")                       \
   X (wb_bytes_max, "writeback_bytes_max", "most bytes of such writes pending") \
-  X (wb_failed, "writeback_failed_total", "... of which failed on the device")
+  X (wb_failed, "writeback_failed_total", "... of which failed on the device") \
+  /* end of ENGINE_STATS_PEAKS */
 
 /* Every counter of struct engine_stats in `stats` order: E (field, name,
  * doc) for the engine's, C and C2 (as the core's X and X2) for

@@ -79,7 +79,9 @@ enum dl_policy {
  *   kind     POLICY (enum dl_policy), DURATION (uint64_t, ns),
  *            COUNT (uint32_t), BOOL (bool), SIZE (uint64_t, bytes)
  *   min, max what dl_tunables_validate accepts, and range the reason it
- *            gives, after the name, for a value outside them
+ *            gives, after the name, for a value outside them (the
+ *            scheduler's adds the value; a bool is never outside)
+ *   doc      what it is, for the reader of this list
  *
  * Beyond the seed: anticipate, preempt, preempt_min, size_cost,
  * seed_batches, and write_expire and max_merge's defaults; profile seed
@@ -96,13 +98,13 @@ enum dl_policy {
 #define DL_TUNABLES(X)                                                    \
   X (policy, "scheduler", POLICY, DL_POLICY_DEADLINE,                     \
      DL_POLICY_DEADLINE, DL_POLICY_ELEVATOR, "unknown policy",            \
-     "the policy")                                                        \
+     "deadline, noop or elevator")                                        \
   X (read_expire_ns, "read_expire", DURATION, 500 * DL_MS,                \
      1, DL_MAX_EXPIRE, "must be more than 0 and at most 1h",              \
-     "the seed's default")                                                \
+     "a read's deadline; 500 ms is the seed's")                           \
   X (write_expire_ns, "write_expire", DURATION, 5 * DL_SEC,               \
      0, DL_MAX_EXPIRE, "must be at most 1h (0 = none)",                   \
-     "mq-deadline's default; 0 = none (the seed)")                        \
+     "a write's deadline; 5 s is mq-deadline's; 0 = none (the seed)")     \
   X (fifo_batch, "fifo_batch", COUNT, 64,                                 \
      1, DL_MAX_COUNT, "must be between 1 and " DL_STR (DL_MAX_COUNT),     \
      "cost units per batch")                                              \

@@ -69,59 +69,144 @@ enum dl_policy {
   DL_POLICY_ELEVATOR,           /* one C-LOOK sweep, no deadlines */
 };
 
-/* Tunables.  All can change at run time (dl_sched_set_tunables). */
+/* Tunables, each named once in DL_TUNABLES, which makes the fields of
+ * struct dl_tunables and drives tunable.c: names, defaults, parsing,
+ * printing, validation and comparison.  All can change at run time
+ * (dl_sched_set_tunables).  One line a tunable:
+ *
+ *   X (field, name, kind, default, min, max, range, doc)
+ *
+ *   kind     POLICY (enum dl_policy), DURATION (uint64_t, ns),
+ *            COUNT (uint32_t), BOOL (bool), SIZE (uint64_t, bytes)
+ *   min, max what dl_tunables_validate accepts, and range the reason it
+ *            gives, after the name, for a value outside them (the
+ *            scheduler's adds the value; a bool is never outside)
+ *   doc      what it is, for the reader of this list
+ *
+ * Beyond the seed: anticipate, preempt, preempt_min, size_cost,
+ * seed_batches, and write_expire and max_merge's defaults; profile seed
+ * (tunable.c) sets them all as the seed.
+ */
+#define DL_MS UINT64_C (1000000)
+#define DL_SEC UINT64_C (1000000000)
+#define DL_MAX_EXPIRE (3600 * DL_SEC)   /* an hour: beyond it, a typo */
+#define DL_MAX_COUNT 1000000            /* a literal: the messages show it */
+#define DL_STR_(x) #x
+#define DL_STR(x) DL_STR_ (x)
+#define DL_MAX_MERGE (64ULL << 20)      /* the largest unit a buffer holds */
+
+#define DL_TUNABLES(X)                                                    \
+  X (policy, "scheduler", POLICY, DL_POLICY_DEADLINE,                     \
+     DL_POLICY_DEADLINE, DL_POLICY_ELEVATOR, "unknown policy",            \
+     "deadline, noop or elevator")                                        \
+  X (read_expire_ns, "read_expire", DURATION, 500 * DL_MS,                \
+     1, DL_MAX_EXPIRE, "must be more than 0 and at most 1h",              \
+     "a read's deadline; 500 ms is the seed's")                           \
+  X (write_expire_ns, "write_expire", DURATION, 5 * DL_SEC,               \
+     0, DL_MAX_EXPIRE, "must be at most 1h (0 = none)",                   \
+     "a write's deadline; 5 s is mq-deadline's; 0 = none (the seed)")     \
+  X (fifo_batch, "fifo_batch", COUNT, 64,                                 \
+     1, DL_MAX_COUNT, "must be between 1 and " DL_STR (DL_MAX_COUNT),     \
+     "cost units per batch")                                              \
+  X (seek_cost, "seek_cost", COUNT, 16,                                   \
+     1, DL_MAX_COUNT, "must be between 1 and " DL_STR (DL_MAX_COUNT),     \
+     "cost of a non-contiguous unit")                                     \
+  X (writes_starved, "writes_starved", COUNT, 2,                          \
+     0, DL_MAX_COUNT, "must be at most " DL_STR (DL_MAX_COUNT),           \
+     "read batches while writes wait")                                    \
+  X (front_merges, "front_merges", BOOL, true, 0, 1, "",                  \
+     "merge in front of queued units too")                                \
+  X (max_merge, "max_merge", SIZE, 256 << 10,                             \
+     0, DL_MAX_MERGE, "must be at most 64M (0 = no merging)",             \
+     "bytes per merged unit (why 256 KiB: merge.c); 0 = no merging")      \
+  X (anticipate_ns, "anticipate", DURATION, 20 * DL_MS,                   \
+     0, DL_SEC, "must be at most 1s (0 = off)",                           \
+     "longest idle wait for a dependent reader, a ceiling (anticipate.c); " \
+     "longer, and the disk just idles; 0 = off")                          \
+  X (preempt, "preempt", BOOL, true, 0, 1, "",                            \
+     "a read may end a write batch early (select.c) ...")                 \
+  X (preempt_min, "preempt_min", COUNT, 16,                               \
+     0, DL_MAX_COUNT, "must be at most " DL_STR (DL_MAX_COUNT),           \
+     "... once it has spent this many cost units (a seek's worth)")       \
+  X (size_cost, "size_cost", BOOL, true, 0, 1, "",                        \
+     "a unit costs 1 more per further 128 KiB (cost.c, cost_unit)")       \
+  X (seed_batches, "seed_batches", BOOL, false, 0, 1, "",                 \
+     "batches as the 2002 patch forms them (select.c)")                   \
+  /* end of DL_TUNABLES */
+
+#define DL_TUNABLE_TYPE_POLICY enum dl_policy
+#define DL_TUNABLE_TYPE_DURATION uint64_t
+#define DL_TUNABLE_TYPE_COUNT uint32_t
+#define DL_TUNABLE_TYPE_BOOL bool
+#define DL_TUNABLE_TYPE_SIZE uint64_t
+#define DL_TUNABLE_FIELD_(field, name, kind, def, min, max, range, doc)   \
+  DL_TUNABLE_TYPE_##kind field;
 struct dl_tunables {
-  enum dl_policy policy;
-  uint64_t read_expire_ns;      /* default 500 ms, as the seed */
-  uint64_t write_expire_ns;     /* default 5 s (mq-deadline); 0 = none (seed) */
-  uint32_t fifo_batch;          /* cost units per batch, default 64 */
-  uint32_t seek_cost;           /* cost of a non-contiguous unit, default 16 */
-  uint32_t writes_starved;      /* read batches while writes wait, default 2 */
-  bool front_merges;            /* default true */
-  uint64_t max_merge;           /* bytes per merged unit, default 256 KiB; 0 = no merging */
-  /* Beyond the seed (off in profile seed, with write_expire 0, size_cost
-   * off, seed_batches on and max_merge 255 sectors: tunable.c): */
-  uint64_t anticipate_ns;       /* longest idle wait for a dependent reader,
-                                   default 20 ms; 0 = off */
-  bool preempt;                 /* a read may end a write batch early
-                                   (default on) ... */
-  uint32_t preempt_min;         /* ... once it has spent this many cost
-                                   units (default 16) */
-  /* Beyond the seed too (profile seed turns both off/on as the seed): */
-  bool size_cost;               /* a unit costs 1 more per further 128 KiB
-                                   (default on; the seed: off) */
-  bool seed_batches;            /* batches as the 2002 patch forms them
-                                   (select.c; default off, the seed: on) */
+  DL_TUNABLES (DL_TUNABLE_FIELD_)
 };
 
-/* Counters.  Monotonic unless marked gauge. */
+/* Counters, each named once in one of the three lists below, which
+ * make both the fields of struct dl_stats and the lines of the control
+ * socket's `stats` answer (src/engine/control.c shows each list where
+ * it stands among the engine's own counters, engine.h).  Adding a
+ * counter is one line here, and incrementing it where it happens.
+ *
+ *   X (field, name, doc)                   one uint64_t
+ *   X2 (field, read_name, write_name, doc) uint64_t field[2], by enum dl_dir
+ *
+ * A NULL name is counted (the tests read it) but not shown.  The lists
+ * are split where the `stats` answer puts engine counters between them.
+ */
+#define DL_STATS_REQUESTS(X, X2)                                          \
+  X2 (inserted, "reads_total", "writes_total", "caller requests")          \
+  X (flushes, "flushes_total", "flush requests")                          \
+  X2 (dispatched, NULL, NULL, "units handed to the device")               \
+  X2 (dispatched_bytes, "read_bytes_total", "write_bytes_total",          \
+      "bytes of those units")                                             \
+  /* end of DL_STATS_REQUESTS */
+
+#define DL_STATS_EVENTS(X, X2)                                            \
+  X (merged_back, "merged_back_total",                                    \
+     "requests appended to a queued unit")                                \
+  X (merged_front, "merged_front_total",                                  \
+     "requests prepended to a queued unit")                               \
+  X (merged_units, NULL, "queued units joined after a merge")             \
+  X2 (batches, "read_batches_total", "write_batches_total",               \
+      "batches started")                                                  \
+  X2 (expired, "read_expired_total", "write_expired_total",               \
+      "batches started at an expired request")                            \
+  X (starved_switches, "starved_switches_total",                          \
+     "write batches forced while reads waited")                           \
+  X (seeks, "seeks_total", "dispatched units not contiguous with the last") \
+  X (hazard_holds, "hazard_holds_total",                                  \
+     "requests held behind an overlapping one")                           \
+  X (preemptions, "preemptions_total", "write batches ended early by a read") \
+  X (write_holds, "write_holds_total",                                    \
+     "dispatches refused to keep writes to half the device beside a "     \
+     "dependent reader (select.c, write_held)")                           \
+  X (antic_waits, "antic_waits_total", "read batches kept open for a reader") \
+  X (antic_hits, "antic_hits_total", "... whose next read came in time")  \
+  X (antic_misses, "antic_misses_total", "... that timed out")            \
+  /* end of DL_STATS_EVENTS */
+
+/* Gauges: what is there now, not how often it happened. */
+#define DL_STATS_GAUGES(X, X2)                                            \
+  X2 (queued, "queued_reads", "queued_writes",                            \
+      "units waiting in the sorted queues")                               \
+  X (queued_flushes, "queued_flushes", "flush units waiting")             \
+  X (queued_preempting, "queued_preempting_reads",                        \
+     "... read units that may end a write batch (select.c)")              \
+  X (held, "held", "units held by hazards")                               \
+  X (inflight, "inflight", "units dispatched, not completed")             \
+  X (inflight_writes, "inflight_writes", "... of them writes (not flushes)") \
+  /* end of DL_STATS_GAUGES */
+
+#define DL_STATS_FIELD_(field, name, doc) uint64_t field;
+#define DL_STATS_FIELD2_(field, rname, wname, doc) uint64_t field[2];
 struct dl_stats {
-  uint64_t inserted[2];         /* caller requests, by direction */
-  uint64_t flushes;             /* flush requests */
-  uint64_t merged_back;         /* requests appended to a queued unit */
-  uint64_t merged_front;        /* requests prepended to a queued unit */
-  uint64_t merged_units;        /* queued units joined after a merge */
-  uint64_t dispatched[2];       /* units handed to the device */
-  uint64_t dispatched_bytes[2];
-  uint64_t batches[2];          /* batches started, by direction */
-  uint64_t expired[2];          /* batches started at an expired request */
-  uint64_t starved_switches;    /* write batches forced while reads waited */
-  uint64_t seeks;               /* dispatched units not contiguous with the last */
-  uint64_t hazard_holds;        /* requests held behind an overlapping one */
-  uint64_t preemptions;         /* write batches ended early by a read */
-  uint64_t antic_waits;         /* read batches kept open for a reader */
-  uint64_t antic_hits;          /* ... whose next read came in time */
-  uint64_t antic_misses;        /* ... that timed out */
-  uint64_t write_holds;         /* dispatches refused to keep writes to
-                                   half the device beside a dependent
-                                   reader (select.c, write_held) */
-  uint64_t queued[2];           /* gauge: units waiting in the sorted queues */
-  uint64_t queued_flushes;      /* gauge: flush units waiting */
-  uint64_t queued_preempting;   /* gauge: ... read units that may end a
-                                   write batch (select.c) */
-  uint64_t held;                /* gauge: units held by hazards */
-  uint64_t inflight;            /* gauge: units dispatched, not completed */
-  uint64_t inflight_writes;     /* gauge: ... of them writes (not flushes) */
+  DL_STATS_REQUESTS (DL_STATS_FIELD_, DL_STATS_FIELD2_)
+  DL_STATS_EVENTS (DL_STATS_FIELD_, DL_STATS_FIELD2_)
+  DL_STATS_GAUGES (DL_STATS_FIELD_, DL_STATS_FIELD2_)
 };
 
 /* A request.  The caller owns the memory and fills the first block;

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,37 +19,66 @@
 
 #include "dl-sched.h"
 
-#define MS UINT64_C (1000000)
-#define SEC UINT64_C (1000000000)
-#define MAX_EXPIRE (3600 * SEC)       /* an hour: beyond it, a typo */
-#define MAX_COUNT 1000000
-#define MAX_MERGE_LIMIT (64ULL << 20) /* the largest unit a buffer holds */
-#define MAX_ANTICIPATE SEC            /* longer, and the disk just idles */
+/* The kinds of DL_TUNABLES (dl-sched.h): K_##kind reads and writes a
+ * field of the type DL_TUNABLE_TYPE_##kind gave it.
+ */
+enum kind { K_POLICY, K_DURATION, K_COUNT, K_BOOL, K_SIZE };
 
-const char *const dl_tunable_names[] = {
-  "scheduler", "read_expire", "write_expire", "fifo_batch", "seek_cost",
-  "writes_starved", "front_merges", "max_merge", "anticipate", "preempt",
-  "preempt_min", "size_cost", "seed_batches", NULL
+struct tunable {
+  const char *name;
+  enum kind kind;
+  size_t off;                   /* of the field in struct dl_tunables */
+  uint64_t def, min, max;
+  const char *range;            /* why a value outside min..max is refused */
 };
+
+#define DESCRIBE_(field, name, kind, def, min, max, range, doc)         \
+  { name, K_##kind, offsetof (struct dl_tunables, field),               \
+    def, min, max, range },
+static const struct tunable tunables[] = { DL_TUNABLES (DESCRIBE_) };
+#define NTUNABLES (sizeof tunables / sizeof tunables[0])
+
+#define NAME_(field, name, kind, def, min, max, range, doc) name,
+const char *const dl_tunable_names[] = { DL_TUNABLES (NAME_) NULL };
+
+static uint64_t
+get_value (const struct dl_tunables *t, const struct tunable *d)
+{
+  const char *p = (const char *) t + d->off;
+
+  switch (d->kind) {
+  case K_POLICY: return *(const enum dl_policy *) p;
+  case K_COUNT: return *(const uint32_t *) p;
+  case K_BOOL: return *(const bool *) p;
+  case K_DURATION: case K_SIZE: break;
+  }
+  return *(const uint64_t *) p;
+}
+
+/* v is in range for the kind: parse_value and the defaults make it so. */
+static void
+set_value (struct dl_tunables *t, const struct tunable *d, uint64_t v)
+{
+  char *p = (char *) t + d->off;
+
+  switch (d->kind) {
+  case K_POLICY: *(enum dl_policy *) p = (enum dl_policy) v; return;
+  case K_COUNT: *(uint32_t *) p = (uint32_t) v; return;
+  case K_BOOL: *(bool *) p = v != 0; return;
+  case K_DURATION: case K_SIZE: break;
+  }
+  *(uint64_t *) p = v;
+}
 
 const char *const dl_profile_names[] = { "default", "seed", NULL };
 
 void
 dl_tunables_default (struct dl_tunables *t)
 {
-  t->policy = DL_POLICY_DEADLINE;
-  t->read_expire_ns = 500 * MS;
-  t->write_expire_ns = 5 * SEC;
-  t->fifo_batch = 64;
-  t->seek_cost = 16;
-  t->writes_starved = 2;
-  t->front_merges = true;
-  t->max_merge = 256 << 10;      /* why: merge.c */
-  t->anticipate_ns = 20 * MS;     /* a ceiling; why: anticipate.c */
-  t->preempt = true;             /* why: select.c */
-  t->preempt_min = 16;           /* a seek's worth: see select.c */
-  t->size_cost = true;           /* see cost.c, cost_unit */
-  t->seed_batches = false;
+  size_t i;
+
+  for (i = 0; i < NTUNABLES; i++)
+    set_value (t, &tunables[i], tunables[i].def);
 }
 
 /* The 2002 patch (shared/seeds/001), and nothing beyond it:
@@ -97,14 +127,12 @@ profile_default (struct dl_tunables *t)
 static bool
 same_tunables (const struct dl_tunables *a, const struct dl_tunables *b)
 {
-  return a->policy == b->policy && a->read_expire_ns == b->read_expire_ns &&
-    a->write_expire_ns == b->write_expire_ns &&
-    a->fifo_batch == b->fifo_batch && a->seek_cost == b->seek_cost &&
-    a->writes_starved == b->writes_starved &&
-    a->front_merges == b->front_merges && a->max_merge == b->max_merge &&
-    a->anticipate_ns == b->anticipate_ns && a->preempt == b->preempt &&
-    a->preempt_min == b->preempt_min && a->size_cost == b->size_cost &&
-    a->seed_batches == b->seed_batches;
+  size_t i;
+
+  for (i = 0; i < NTUNABLES; i++)
+    if (get_value (a, &tunables[i]) != get_value (b, &tunables[i]))
+      return false;
+  return true;
 }
 
 const char *
@@ -148,28 +176,22 @@ dl_tunables_profile (struct dl_tunables *t, const char *name,
   return 0;
 }
 
+/* The first tunable out of range, in the table's order. */
 int
 dl_tunables_validate (const struct dl_tunables *t, char *err, size_t errlen)
 {
-  if (t->policy != DL_POLICY_DEADLINE && t->policy != DL_POLICY_NOOP &&
-      t->policy != DL_POLICY_ELEVATOR)
-    return fail (err, errlen, "scheduler: unknown policy %d", (int) t->policy);
-  if (t->read_expire_ns == 0 || t->read_expire_ns > MAX_EXPIRE)
-    return fail (err, errlen, "read_expire: must be more than 0 and at most 1h");
-  if (t->write_expire_ns > MAX_EXPIRE)
-    return fail (err, errlen, "write_expire: must be at most 1h (0 = none)");
-  if (t->fifo_batch < 1 || t->fifo_batch > MAX_COUNT)
-    return fail (err, errlen, "fifo_batch: must be between 1 and %d", MAX_COUNT);
-  if (t->seek_cost < 1 || t->seek_cost > MAX_COUNT)
-    return fail (err, errlen, "seek_cost: must be between 1 and %d", MAX_COUNT);
-  if (t->writes_starved > MAX_COUNT)
-    return fail (err, errlen, "writes_starved: must be at most %d", MAX_COUNT);
-  if (t->max_merge > MAX_MERGE_LIMIT)
-    return fail (err, errlen, "max_merge: must be at most 64M (0 = no merging)");
-  if (t->anticipate_ns > MAX_ANTICIPATE)
-    return fail (err, errlen, "anticipate: must be at most 1s (0 = off)");
-  if (t->preempt_min > MAX_COUNT)
-    return fail (err, errlen, "preempt_min: must be at most %d", MAX_COUNT);
+  size_t i;
+
+  for (i = 0; i < NTUNABLES; i++) {
+    const struct tunable *d = &tunables[i];
+    uint64_t v = get_value (t, d);
+
+    if (v >= d->min && v <= d->max)
+      continue;
+    if (d->kind == K_POLICY)
+      return fail (err, errlen, "%s: %s %d", d->name, d->range, (int) t->policy);
+    return fail (err, errlen, "%s: %s", d->name, d->range);
+  }
   return 0;
 }
 
@@ -337,11 +359,68 @@ key_is (const char *key, const char *name)
   return *key == '\0' && *name == '\0';
 }
 
+static const struct tunable *
+find_tunable (const char *key)
+{
+  size_t i;
+
+  for (i = 0; i < NTUNABLES; i++)
+    if (key_is (key, tunables[i].name))
+      return &tunables[i];
+  return NULL;
+}
+
+/* Parses value as d's kind, or says why not.  The messages are as they
+ * always were: the scheduler's and max_merge's name the tunable as the
+ * core spells it, the others as the caller did (key).
+ */
+static int
+parse_value (const struct tunable *d, const char *key, const char *value,
+             uint64_t *v, char *err, size_t errlen)
+{
+  enum dl_policy p;
+  uint32_t n;
+  bool b;
+
+  switch (d->kind) {
+  case K_POLICY:
+    if (dl_parse_policy (value, &p) != 0)
+      return fail (err, errlen, "%s: '%s' is not deadline, noop or elevator",
+                   d->name, value);
+    *v = p;
+    return 0;
+  case K_DURATION:
+    if (dl_parse_duration (value, v) != 0)
+      return fail (err, errlen,
+                   "%s: '%s' is not a duration (e.g. 500ms, 5s, 250us)",
+                   key, value);
+    return 0;
+  case K_COUNT:
+    if (parse_count (value, &n) != 0)
+      return fail (err, errlen, "%s: '%s' is not a whole number", key, value);
+    *v = n;
+    return 0;
+  case K_BOOL:
+    if (parse_bool (value, &b) != 0)
+      return fail (err, errlen, "%s: '%s' is not on or off", key, value);
+    *v = b;
+    return 0;
+  case K_SIZE:
+    if (dl_parse_size (value, v) != 0)
+      return fail (err, errlen, "%s: '%s' is not a size (e.g. 1M, 512k, 0)",
+                   d->name, value);
+    return 0;
+  }
+  return fail (err, errlen, "%s: unknown kind", d->name);
+}
+
 int
 dl_tunable_set (struct dl_tunables *t, const char *key, const char *value,
                 char *err, size_t errlen)
 {
   struct dl_tunables n = *t;
+  const struct tunable *d;
+  uint64_t v;
   int r;
 
   if (key == NULL || value == NULL)
@@ -351,43 +430,10 @@ dl_tunable_set (struct dl_tunables *t, const char *key, const char *value,
     if (dl_tunables_profile (&n, value, err, errlen) != 0)
       return -EINVAL;
   }
-  else if (key_is (key, "scheduler")) {
-    if (dl_parse_policy (value, &n.policy) != 0)
-      return fail (err, errlen,
-                   "scheduler: '%s' is not deadline, noop or elevator", value);
-  }
-  else if (key_is (key, "read_expire") || key_is (key, "write_expire") ||
-           key_is (key, "anticipate")) {
-    uint64_t *p = key_is (key, "read_expire") ? &n.read_expire_ns
-                : key_is (key, "write_expire") ? &n.write_expire_ns
-                : &n.anticipate_ns;
-    if (dl_parse_duration (value, p) != 0)
-      return fail (err, errlen,
-                   "%s: '%s' is not a duration (e.g. 500ms, 5s, 250us)",
-                   key, value);
-  }
-  else if (key_is (key, "fifo_batch") || key_is (key, "seek_cost") ||
-           key_is (key, "writes_starved") || key_is (key, "preempt_min")) {
-    uint32_t *p = key_is (key, "fifo_batch") ? &n.fifo_batch
-                : key_is (key, "seek_cost") ? &n.seek_cost
-                : key_is (key, "writes_starved") ? &n.writes_starved
-                : &n.preempt_min;
-    if (parse_count (value, p) != 0)
-      return fail (err, errlen, "%s: '%s' is not a whole number", key, value);
-  }
-  else if (key_is (key, "front_merges") || key_is (key, "preempt") ||
-           key_is (key, "size_cost") || key_is (key, "seed_batches")) {
-    bool *p = key_is (key, "preempt") ? &n.preempt
-            : key_is (key, "size_cost") ? &n.size_cost
-            : key_is (key, "seed_batches") ? &n.seed_batches
-            : &n.front_merges;
-    if (parse_bool (value, p) != 0)
-      return fail (err, errlen, "%s: '%s' is not on or off", key, value);
-  }
-  else if (key_is (key, "max_merge")) {
-    if (dl_parse_size (value, &n.max_merge) != 0)
-      return fail (err, errlen,
-                   "max_merge: '%s' is not a size (e.g. 1M, 512k, 0)", value);
+  else if ((d = find_tunable (key)) != NULL) {
+    if (parse_value (d, key, value, &v, err, errlen) != 0)
+      return -EINVAL;
+    set_value (&n, d, v);
   }
   else
     return fail (err, errlen, "unknown tunable '%s'", key);
@@ -401,10 +447,10 @@ dl_tunable_set (struct dl_tunables *t, const char *key, const char *value,
 static void
 format_duration (uint64_t ns, char *buf, size_t len)
 {
-  if (ns % SEC == 0)
-    snprintf (buf, len, "%" PRIu64 "s", ns / SEC);
-  else if (ns % MS == 0)
-    snprintf (buf, len, "%" PRIu64 "ms", ns / MS);
+  if (ns % DL_SEC == 0)
+    snprintf (buf, len, "%" PRIu64 "s", ns / DL_SEC);
+  else if (ns % DL_MS == 0)
+    snprintf (buf, len, "%" PRIu64 "ms", ns / DL_MS);
   else if (ns % 1000 == 0)
     snprintf (buf, len, "%" PRIu64 "us", ns / 1000);
   else
@@ -428,35 +474,23 @@ int
 dl_tunable_get (const struct dl_tunables *t, const char *key,
                 char *buf, size_t len)
 {
-  if (key_is (key, "profile"))
+  const struct tunable *d;
+  uint64_t v;
+
+  if (key_is (key, "profile")) {
     snprintf (buf, len, "%s", dl_tunables_profile_name (t));
-  else if (key_is (key, "scheduler"))
-    snprintf (buf, len, "%s", dl_policy_name (t->policy));
-  else if (key_is (key, "read_expire"))
-    format_duration (t->read_expire_ns, buf, len);
-  else if (key_is (key, "write_expire"))
-    format_duration (t->write_expire_ns, buf, len);
-  else if (key_is (key, "fifo_batch"))
-    snprintf (buf, len, "%" PRIu32, t->fifo_batch);
-  else if (key_is (key, "seek_cost"))
-    snprintf (buf, len, "%" PRIu32, t->seek_cost);
-  else if (key_is (key, "writes_starved"))
-    snprintf (buf, len, "%" PRIu32, t->writes_starved);
-  else if (key_is (key, "front_merges"))
-    snprintf (buf, len, "%s", t->front_merges ? "on" : "off");
-  else if (key_is (key, "anticipate"))
-    format_duration (t->anticipate_ns, buf, len);
-  else if (key_is (key, "preempt"))
-    snprintf (buf, len, "%s", t->preempt ? "on" : "off");
-  else if (key_is (key, "preempt_min"))
-    snprintf (buf, len, "%" PRIu32, t->preempt_min);
-  else if (key_is (key, "size_cost"))
-    snprintf (buf, len, "%s", t->size_cost ? "on" : "off");
-  else if (key_is (key, "seed_batches"))
-    snprintf (buf, len, "%s", t->seed_batches ? "on" : "off");
-  else if (key_is (key, "max_merge"))
-    format_size (t->max_merge, buf, len);
-  else
+    return 0;
+  }
+  d = find_tunable (key);
+  if (d == NULL)
     return -EINVAL;
+  v = get_value (t, d);
+  switch (d->kind) {
+  case K_POLICY: snprintf (buf, len, "%s", dl_policy_name (t->policy)); break;
+  case K_DURATION: format_duration (v, buf, len); break;
+  case K_COUNT: snprintf (buf, len, "%" PRIu64, v); break;
+  case K_BOOL: snprintf (buf, len, "%s", v ? "on" : "off"); break;
+  case K_SIZE: format_size (v, buf, len); break;
+  }
   return 0;
 }

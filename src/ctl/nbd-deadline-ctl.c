@@ -128,16 +128,19 @@ instance_name (void)
   return instance;
 }
 
-/* Send one request, parse the answer.  Dies on any failure. */
-static void
-request (const char *line, struct reply *r)
+/* Connects to the socket and sends line.  A server that refuses us may
+ * answer and close before the line is sent: then *send_errno says why,
+ * and the caller still reads what it said.
+ */
+static int
+send_request (const char *line, int *send_errno)
 {
   struct sockaddr_un sa = { .sun_family = AF_UNIX };
   struct timeval tv = { .tv_sec = TIMEOUT_S };
-  size_t len = 0, cap = 8192, line_len = strlen (line);
-  char *p, *nl;
-  int fd, send_errno = 0;
+  size_t line_len = strlen (line);
+  int fd;
 
+  *send_errno = 0;
   if (strlen (sock_path) >= sizeof sa.sun_path)
     die ("%s: socket path too long", sock_path);
   strcpy (sa.sun_path, sock_path);
@@ -150,16 +153,23 @@ request (const char *line, struct reply *r)
     die ("%s: %s", sock_path, strerror (errno));
   if (send (fd, line, line_len, MSG_NOSIGNAL) != (ssize_t) line_len ||
       send (fd, "\n", 1, MSG_NOSIGNAL) != 1) {
-    /* The server may have answered and closed already (a refusal):
-     * read what it said before giving up.
-     */
     if (errno != EPIPE && errno != ECONNRESET)
       die ("%s: sending: %s", sock_path, strerror (errno));
-    send_errno = errno;
+    *send_errno = errno;
   }
+  return fd;
+}
 
-  r->buf = malloc (cap);
-  if (r->buf == NULL)
+/* The whole answer, until the server closes, NUL-terminated (malloc'd);
+ * closes fd.
+ */
+static char *
+read_answer (int fd, int send_errno)
+{
+  size_t len = 0, cap = 8192;
+  char *buf = malloc (cap);
+
+  if (buf == NULL)
     die ("out of memory");
   for (;;) {
     ssize_t n;
@@ -168,11 +178,11 @@ request (const char *line, struct reply *r)
       if (cap >= (1u << 20))
         die ("%s: answer too long", sock_path);
       cap *= 2;
-      r->buf = realloc (r->buf, cap);
-      if (r->buf == NULL)
+      buf = realloc (buf, cap);
+      if (buf == NULL)
         die ("out of memory");
     }
-    n = recv (fd, r->buf + len, cap - len - 1, 0);
+    n = recv (fd, buf + len, cap - len - 1, 0);
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0 && errno == ECONNRESET && (len > 0 || send_errno))
@@ -185,9 +195,19 @@ request (const char *line, struct reply *r)
     len += n;
   }
   close (fd);
-  r->buf[len] = '\0';
+  buf[len] = '\0';
   if (len == 0 && send_errno)
     die ("%s: sending: %s", sock_path, strerror (send_errno));
+  return buf;
+}
+
+/* "ok" then NAME VALUE lines into r->kv (pointing into r->buf); an
+ * "error REASON" answer dies with the server's reason.
+ */
+static void
+parse_answer (struct reply *r)
+{
+  char *p, *nl;
 
   if (strncmp (r->buf, "ok\n", 3) != 0) {
     nl = strchr (r->buf, '\n');
@@ -217,6 +237,17 @@ request (const char *line, struct reply *r)
     r->kv[r->n].value = sp + 1;
     r->n++;
   }
+}
+
+/* Send one request, parse the answer.  Dies on any failure. */
+static void
+request (const char *line, struct reply *r)
+{
+  int send_errno;
+  int fd = send_request (line, &send_errno);
+
+  r->buf = read_answer (fd, send_errno);
+  parse_answer (r);
 }
 
 static void

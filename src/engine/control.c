@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,83 +215,98 @@ take_sample (struct control *c, struct sample *s)
   s->completed = st.completed;
 }
 
+/* The counters' lines of the `stats` answer, from the lists that make
+ * the counters (engine.h, dl-sched.h), in their order: a NULL name is
+ * a counter not shown.
+ */
+struct counter_line {
+  const char *name;
+  size_t off;                   /* of its uint64_t in struct engine_stats */
+};
+
+#define ENGINE_LINE_(field, name, doc)                                  \
+  { name, offsetof (struct engine_stats, field) },
+#define CORE_LINE_(field, name, doc)                                    \
+  { name, offsetof (struct engine_stats, sched.field) },
+#define CORE_LINE2_(field, rname, wname, doc)                           \
+  { rname, offsetof (struct engine_stats, sched.field[DL_READ]) },      \
+  { wname, offsetof (struct engine_stats, sched.field[DL_WRITE]) },
+static const struct counter_line counter_lines[] = {
+  ENGINE_STATS_ALL (ENGINE_LINE_, CORE_LINE_, CORE_LINE2_)
+};
+
 static void
-cmd_stats (struct client *cl)
+stats_header (struct client *cl, const struct dl_tunables *t, uint64_t now)
 {
   struct control *c = cl->c;
-  struct engine_stats st;
-  struct dl_tunables t;
-  const struct dl_stats *s = &st.sched;
-  uint64_t now;
-  double dt;
-
-  engine_get_stats (c->e, &st);
-  engine_get_tunables (c->e, &t);
-  now = engine_now_ns ();
 
   out (cl, "ok\n");
   if (c->info)
     out (cl, "%s", c->info);
-  out (cl, "scheduler %s\n", dl_policy_name (t.policy));
+  out (cl, "scheduler %s\n", dl_policy_name (t->policy));
   out (cl, "uptime_seconds %.3f\n", (now - c->t_start) / 1e9);
-  out (cl, "requests_total %" PRIu64 "\n", st.submitted);
-  out (cl, "completed_total %" PRIu64 "\n", st.completed);
-  out (cl, "failed_total %" PRIu64 "\n", st.failed);
-  out (cl, "reads_total %" PRIu64 "\n", s->inserted[DL_READ]);
-  out (cl, "writes_total %" PRIu64 "\n", s->inserted[DL_WRITE]);
-  out (cl, "flushes_total %" PRIu64 "\n", s->flushes);
-  out (cl, "read_bytes_total %" PRIu64 "\n", s->dispatched_bytes[DL_READ]);
-  out (cl, "write_bytes_total %" PRIu64 "\n", s->dispatched_bytes[DL_WRITE]);
-  out (cl, "units_total %" PRIu64 "\n", st.units);
-  out (cl, "unit_members_total %" PRIu64 "\n", st.unit_members);
-  out (cl, "merged_back_total %" PRIu64 "\n", s->merged_back);
-  out (cl, "merged_front_total %" PRIu64 "\n", s->merged_front);
-  out (cl, "read_batches_total %" PRIu64 "\n", s->batches[DL_READ]);
-  out (cl, "write_batches_total %" PRIu64 "\n", s->batches[DL_WRITE]);
-  out (cl, "read_expired_total %" PRIu64 "\n", s->expired[DL_READ]);
-  out (cl, "write_expired_total %" PRIu64 "\n", s->expired[DL_WRITE]);
-  out (cl, "starved_switches_total %" PRIu64 "\n", s->starved_switches);
-  out (cl, "seeks_total %" PRIu64 "\n", s->seeks);
-  out (cl, "hazard_holds_total %" PRIu64 "\n", s->hazard_holds);
-  out (cl, "preemptions_total %" PRIu64 "\n", s->preemptions);
-  out (cl, "write_holds_total %" PRIu64 "\n", s->write_holds);
-  out (cl, "antic_waits_total %" PRIu64 "\n", s->antic_waits);
-  out (cl, "antic_hits_total %" PRIu64 "\n", s->antic_hits);
-  out (cl, "antic_misses_total %" PRIu64 "\n", s->antic_misses);
-  out (cl, "rmw_total %" PRIu64 "\n", st.rmw);
-  out (cl, "short_io_total %" PRIu64 "\n", st.short_io);
-  out (cl, "zero_fallback_total %" PRIu64 "\n", st.zero_fallback);
-  out (cl, "queued_reads %" PRIu64 "\n", s->queued[DL_READ]);
-  out (cl, "queued_writes %" PRIu64 "\n", s->queued[DL_WRITE]);
-  out (cl, "queued_flushes %" PRIu64 "\n", s->queued_flushes);
-  out (cl, "queued_preempting_reads %" PRIu64 "\n", s->queued_preempting);
-  out (cl, "held %" PRIu64 "\n", s->held);
-  out (cl, "inflight %" PRIu64 "\n", s->inflight);
-  out (cl, "inflight_writes %" PRIu64 "\n", s->inflight_writes);
-  out (cl, "inflight_max %" PRIu64 "\n", st.inflight_max);
-  out (cl, "waiting_max %" PRIu64 "\n", st.waiting_max);
-  out (cl, "writeback_answered_total %" PRIu64 "\n", st.wb_answered);
-  out (cl, "writeback_bytes_max %" PRIu64 "\n", st.wb_bytes_max);
-  out (cl, "writeback_failed_total %" PRIu64 "\n", st.wb_failed);
-  hist_lines (cl, "read", &st.total[DL_READ]);
-  hist_lines (cl, "write", &st.total[DL_WRITE]);
-  hist_lines (cl, "inbox", &st.inbox);
-  hist_lines (cl, "queue", &st.queue);
-  hist_lines (cl, "device", &st.device);
+}
 
-  /* Rates over the last one to two seconds (two samples back). */
-  if (c->prev.t_ns) {
-    dt = (now - c->prev.t_ns) / 1e9;
+static void
+stats_counters (struct client *cl, const struct engine_stats *st)
+{
+  size_t i;
+
+  for (i = 0; i < sizeof counter_lines / sizeof counter_lines[0]; ++i) {
+    const struct counter_line *l = &counter_lines[i];
+
+    if (l->name)
+      out (cl, "%s %" PRIu64 "\n", l->name,
+           *(const uint64_t *) ((const char *) st + l->off));
+  }
+}
+
+static void
+stats_latencies (struct client *cl, const struct engine_stats *st)
+{
+  hist_lines (cl, "read", &st->total[DL_READ]);
+  hist_lines (cl, "write", &st->total[DL_WRITE]);
+  hist_lines (cl, "inbox", &st->inbox);
+  hist_lines (cl, "queue", &st->queue);
+  hist_lines (cl, "device", &st->device);
+}
+
+/* Rates over the last one to two seconds (two samples back). */
+static void
+stats_rates (struct client *cl, const struct engine_stats *st, uint64_t now)
+{
+  const struct sample *prev = &cl->c->prev;
+  double dt;
+
+  if (prev->t_ns) {
+    dt = (now - prev->t_ns) / 1e9;
     out (cl, "read_bytes_per_second %.0f\n",
-         (s->dispatched_bytes[DL_READ] - c->prev.bytes[0]) / dt);
+         (st->sched.dispatched_bytes[DL_READ] - prev->bytes[0]) / dt);
     out (cl, "write_bytes_per_second %.0f\n",
-         (s->dispatched_bytes[DL_WRITE] - c->prev.bytes[1]) / dt);
-    out (cl, "requests_per_second %.0f\n", (st.completed - c->prev.completed) / dt);
+         (st->sched.dispatched_bytes[DL_WRITE] - prev->bytes[1]) / dt);
+    out (cl, "requests_per_second %.0f\n", (st->completed - prev->completed) / dt);
   }
   else {
     out (cl, "read_bytes_per_second 0\nwrite_bytes_per_second 0\n"
          "requests_per_second 0\n");
   }
+}
+
+static void
+cmd_stats (struct client *cl)
+{
+  struct engine_stats st;
+  struct dl_tunables t;
+  uint64_t now;
+
+  engine_get_stats (cl->c->e, &st);
+  engine_get_tunables (cl->c->e, &t);
+  now = engine_now_ns ();
+
+  stats_header (cl, &t, now);
+  stats_counters (cl, &st);
+  stats_latencies (cl, &st);
+  stats_rates (cl, &st, now);
 }
 
 static void

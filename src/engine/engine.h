@@ -140,18 +140,58 @@ int engine_set_tunables (struct engine *e, const struct dl_tunables *t,
 /* The tunables in force, or about to be after engine_set_tunables. */
 void engine_get_tunables (struct engine *e, struct dl_tunables *t);
 
+/* The engine's counters, named once as the core's are (dl-sched.h:
+ * X (field, name, doc)), in four lists: ENGINE_STATS_ALL puts them
+ * between the core's lists in the order of the control socket's `stats`
+ * answer, which control.c prints from it.  Adding a counter is one line
+ * in one list, and counting it.
+ */
+#define ENGINE_STATS_REQUESTS(X)                                         \
+  X (submitted, "requests_total", "requests submitted")                  \
+  X (completed, "completed_total", "... completed")                      \
+  X (failed, "failed_total", "... completed with an error")              \
+  /* end of ENGINE_STATS_REQUESTS */
+
+#define ENGINE_STATS_UNITS(X)                                            \
+  X (units, "units_total", "units issued")                               \
+  X (unit_members, "unit_members_total", "the requests they held")       \
+  /* end of ENGINE_STATS_UNITS */
+
+#define ENGINE_STATS_IO(X)                                               \
+  X (rmw, "rmw_total", "writes that needed a read of edge blocks")       \
+  X (short_io, "short_io_total", "resubmissions after a short read/write") \
+  X (zero_fallback, "zero_fallback_total", "zero done by writing zeroes") \
+  /* end of ENGINE_STATS_IO */
+
+#define ENGINE_STATS_PEAKS(X)                                            \
+  X (inflight_max, "inflight_max", "most units seen in flight")          \
+  X (waiting_max, "waiting_max", "most units seen waiting in the core")  \
+  X (wb_answered, "writeback_answered_total",                            \
+     "writes answered before the device had them")                       \
+  X (wb_bytes_max, "writeback_bytes_max", "most bytes of such writes pending") \
+  X (wb_failed, "writeback_failed_total", "... of which failed on the device") \
+  /* end of ENGINE_STATS_PEAKS */
+
+/* Every counter of struct engine_stats in `stats` order: E (field, name,
+ * doc) for the engine's, C and C2 (as the core's X and X2) for
+ * sched.field.
+ */
+#define ENGINE_STATS_ALL(E, C, C2)                                       \
+  ENGINE_STATS_REQUESTS (E)                                              \
+  DL_STATS_REQUESTS (C, C2)                                              \
+  ENGINE_STATS_UNITS (E)                                                 \
+  DL_STATS_EVENTS (C, C2)                                                \
+  ENGINE_STATS_IO (E)                                                    \
+  DL_STATS_GAUGES (C, C2)                                                \
+  ENGINE_STATS_PEAKS (E)
+
+#define ENGINE_STATS_FIELD_(field, name, doc) uint64_t field;
 struct engine_stats {
   struct dl_stats sched;        /* as of the last loop turn */
-  uint64_t submitted, completed, failed;
-  uint64_t units, unit_members; /* units issued and the requests they held */
-  uint64_t rmw;                 /* writes that needed a read of edge blocks */
-  uint64_t short_io;            /* resubmissions after a short read/write */
-  uint64_t zero_fallback;       /* zero done by writing zeroes */
-  uint64_t inflight_max;        /* most units seen in flight */
-  uint64_t waiting_max;         /* most units seen waiting in the core */
-  uint64_t wb_answered;         /* writes answered before the device had them */
-  uint64_t wb_bytes_max;        /* most bytes of such writes pending */
-  uint64_t wb_failed;           /* ... of which failed on the device */
+  ENGINE_STATS_REQUESTS (ENGINE_STATS_FIELD_)
+  ENGINE_STATS_UNITS (ENGINE_STATS_FIELD_)
+  ENGINE_STATS_IO (ENGINE_STATS_FIELD_)
+  ENGINE_STATS_PEAKS (ENGINE_STATS_FIELD_)
   /* Where requests wait, in ns. */
   struct dl_hist inbox;         /* submit -> inserted by the loop */
   struct dl_hist queue;         /* inserted -> dispatched (the scheduler) */

@@ -115,97 +115,144 @@ parse_u32 (const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
   return 0;
 }
 
+static int
+set_depth (struct filter_params *p, const char *key, const char *value,
+           char *err, size_t errlen)
+{
+  if (parse_u32 (value, 1, 1024, &p->depth) < 0) {
+    snprintf (err, errlen, "%s: '%s' is not an integer in 1..1024", key, value);
+    return -EINVAL;
+  }
+  return 1;
+}
+
+static int
+set_max_inflight (struct filter_params *p, const char *key, const char *value,
+                  char *err, size_t errlen)
+{
+  uint64_t v;
+
+  if (dl_parse_size (value, &v) < 0 || v < 4096 || v > (1ULL << 32)) {
+    snprintf (err, errlen, "%s: '%s' is not a size in 4k..4G", key, value);
+    return -EINVAL;
+  }
+  p->max_inflight = v;
+  return 1;
+}
+
+static int
+set_writeback (struct filter_params *p, const char *key, const char *value,
+               char *err, size_t errlen)
+{
+  uint64_t v;
+
+  if (dl_parse_size (value, &v) < 0 || v > (1ULL << 32)) {
+    snprintf (err, errlen, "%s: '%s' is not a size in 0..4G", key, value);
+    return -EINVAL;
+  }
+  p->writeback = v;
+  return 1;
+}
+
+static int
+set_control (struct filter_params *p, const char *key, const char *value,
+             char *err, size_t errlen)
+{
+  /* A UNIX socket path: sun_path holds 107 bytes and a NUL. */
+  if (value[0] == '\0' || strlen (value) > 107) {
+    snprintf (err, errlen, "%s: '%s' is not a socket path of 1..107 bytes",
+              key, value);
+    return -EINVAL;
+  }
+  free (p->control);
+  p->control = strdup (value);
+  if (p->control == NULL) {
+    snprintf (err, errlen, "%s: out of memory", key);
+    return -ENOMEM;
+  }
+  return 1;
+}
+
+static int
+set_dispatch (struct filter_params *p, const char *key, const char *value,
+              char *err, size_t errlen)
+{
+  if (strcmp (value, "auto") == 0) p->dispatch = DISPATCH_AUTO;
+  else if (strcmp (value, "direct") == 0) p->dispatch = DISPATCH_DIRECT;
+  else if (strcmp (value, "next") == 0) p->dispatch = DISPATCH_NEXT;
+  else {
+    snprintf (err, errlen, "%s: '%s' is not auto, direct or next", key, value);
+    return -EINVAL;
+  }
+  return 1;
+}
+
+/* The filter's own parameters (deadline-NAME); every other name is the
+ * core's (set_tunable).
+ */
+static const struct {
+  const char *name;
+  int (*set) (struct filter_params *p, const char *key, const char *value,
+              char *err, size_t errlen);
+} filter_params[] = {
+  { "depth", set_depth },
+  { "max-inflight", set_max_inflight },
+  { "writeback", set_writeback },
+  { "control", set_control },
+  { "profile", set_profile },
+  { "dispatch", set_dispatch },
+};
+
+/* A core tunable: only the names the core knows, spelled with dashes
+ * (k is key without the prefix).  0 if it is not one.
+ */
+static int
+set_tunable (struct filter_params *p, const char *key, const char *k,
+             const char *value, char *err, size_t errlen)
+{
+  size_t i;
+  char name[64];
+  char msg[200];
+
+  if (strlen (k) >= sizeof name || strchr (k, '_') != NULL)
+    return 0;
+  for (i = 0; k[i]; ++i)
+    name[i] = k[i] == '-' ? '_' : k[i];
+  name[i] = '\0';
+  for (i = 0; dl_tunable_names[i]; ++i)
+    if (strcmp (dl_tunable_names[i], name) == 0)
+      break;
+  if (dl_tunable_names[i] == NULL)
+    return 0;
+  if (dl_tunable_set (&p->tunables, name, value, msg, sizeof msg) != 0) {
+    snprintf (err, errlen, "%s=%s: %s", key, value, msg);
+    return -EINVAL;
+  }
+  if (remember (p, name, value) != 0) {
+    snprintf (err, errlen, "%s: too many tunables or out of memory", key);
+    return -ENOMEM;
+  }
+  return 1;
+}
+
 int
 params_set (struct filter_params *p, const char *key, const char *value,
             char *err, size_t errlen)
 {
   const char *k;
+  size_t i;
+  int r;
 
   if (strncmp (key, PARAMS_PREFIX, strlen (PARAMS_PREFIX)) != 0)
     return 0;
   k = key + strlen (PARAMS_PREFIX);
 
-  if (strcmp (k, "depth") == 0) {
-    if (parse_u32 (value, 1, 1024, &p->depth) < 0) {
-      snprintf (err, errlen, "%s: '%s' is not an integer in 1..1024", key, value);
-      return -EINVAL;
-    }
-    return 1;
-  }
-  if (strcmp (k, "max-inflight") == 0) {
-    uint64_t v;
-    if (dl_parse_size (value, &v) < 0 || v < 4096 || v > (1ULL << 32)) {
-      snprintf (err, errlen, "%s: '%s' is not a size in 4k..4G", key, value);
-      return -EINVAL;
-    }
-    p->max_inflight = v;
-    return 1;
-  }
-  if (strcmp (k, "writeback") == 0) {
-    uint64_t v;
-    if (dl_parse_size (value, &v) < 0 || v > (1ULL << 32)) {
-      snprintf (err, errlen, "%s: '%s' is not a size in 0..4G", key, value);
-      return -EINVAL;
-    }
-    p->writeback = v;
-    return 1;
-  }
-  if (strcmp (k, "control") == 0) {
-    /* A UNIX socket path: sun_path holds 107 bytes and a NUL. */
-    if (value[0] == '\0' || strlen (value) > 107) {
-      snprintf (err, errlen, "%s: '%s' is not a socket path of 1..107 bytes",
-                key, value);
-      return -EINVAL;
-    }
-    free (p->control);
-    p->control = strdup (value);
-    if (p->control == NULL) {
-      snprintf (err, errlen, "%s: out of memory", key);
-      return -ENOMEM;
-    }
-    return 1;
-  }
-  if (strcmp (k, "profile") == 0)
-    return set_profile (p, key, value, err, errlen);
-  if (strcmp (k, "dispatch") == 0) {
-    if (strcmp (value, "auto") == 0) p->dispatch = DISPATCH_AUTO;
-    else if (strcmp (value, "direct") == 0) p->dispatch = DISPATCH_DIRECT;
-    else if (strcmp (value, "next") == 0) p->dispatch = DISPATCH_NEXT;
-    else {
-      snprintf (err, errlen, "%s: '%s' is not auto, direct or next", key, value);
-      return -EINVAL;
-    }
-    return 1;
-  }
-
-  /* Only the names the core knows, spelled with dashes. */
-  {
-    size_t i;
-    char name[64];
-    char msg[200];
-
-    if (strlen (k) >= sizeof name || strchr (k, '_') != NULL)
-      goto unknown;
-    for (i = 0; k[i]; ++i)
-      name[i] = k[i] == '-' ? '_' : k[i];
-    name[i] = '\0';
-    for (i = 0; dl_tunable_names[i]; ++i)
-      if (strcmp (dl_tunable_names[i], name) == 0)
-        break;
-    if (dl_tunable_names[i] == NULL)
-      goto unknown;
-    if (dl_tunable_set (&p->tunables, name, value, msg, sizeof msg) != 0) {
-      snprintf (err, errlen, "%s=%s: %s", key, value, msg);
-      return -EINVAL;
-    }
-    if (remember (p, name, value) != 0) {
-      snprintf (err, errlen, "%s: too many tunables or out of memory", key);
-      return -ENOMEM;
-    }
-    return 1;
-  }
-
- unknown:
+  for (i = 0; i < sizeof filter_params / sizeof filter_params[0]; ++i)
+    if (strcmp (k, filter_params[i].name) == 0)
+      return filter_params[i].set (p, key, value, err, errlen);
+  r = set_tunable (p, key, k, value, err, errlen);
+  if (r != 0)
+    return r;
   snprintf (err, errlen, "unknown parameter %s (see nbdkit --filter=deadline --help)", key);
   return -EINVAL;
 }

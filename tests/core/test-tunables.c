@@ -49,6 +49,8 @@ static const struct kv table[] = {
   { "scheduler", "elevator", 1 },
   { "scheduler", "cfq", 0 },
   { "no_such_key", "1", 0 },
+  { "read_expire_ms", "5", 0 },          /* a name, then more: not that name */
+  { "preempt_minimum", "1", 0 },
   { "", "1", 0 },
 };
 

@@ -22,14 +22,17 @@
  *                  so; the core may then release held requests.  Then the
  *                  caller completes every member of the unit.
  *
- * Where each rule of the seed lives:
- *   sortq.c   per-direction queue sorted by offset (O(log n))
+ * Where each rule of the seed lives (src/README has the map, and
+ * sched-internal.h the files in their order, bottom up):
+ *   sortq.c   per-direction queue sorted by offset (O(log n)); unit.c
+ *             links a unit into it and the FIFO together
  *   fifo.c    per-direction FIFO by arrival; deadlines (read/write_expire)
  *   merge.c   back and front merges, max_merge
- *   select.c  which unit goes next: batches, fifo_batch/seek_cost,
- *             writes_starved, expiries, read preemption of write
- *             batches, one write at a time beside a dependent reader;
- *             and the noop/elevator policies
+ *   cost.c    what a unit costs its batch: seek_cost, size_cost
+ *   select.c  which unit goes next: batches, fifo_batch, writes_starved,
+ *             expiries, read preemption of write batches, one write at
+ *             a time beside a dependent reader; and the noop/elevator
+ *             policies
  *   anticipate.c  beyond the seed: waiting briefly for a dependent
  *             reader's next read instead of starting a write batch
  *   hazard.c  overlapping requests never pass each other

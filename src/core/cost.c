@@ -47,6 +47,7 @@ cost_account (struct dl_sched *s, struct dl_req *u)
 {
   bool contiguous = u->unit_offset == s->head_pos;
 
+  u->seeked = !contiguous;
   if (!contiguous)
     s->st.seeks++;
   if (s->batching && u->dir == s->batch_dir) {

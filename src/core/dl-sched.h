@@ -29,6 +29,8 @@
  *   fifo.c    per-direction FIFO by arrival; deadlines (read/write_expire)
  *   merge.c   back and front merges, max_merge
  *   cost.c    what a unit costs its batch: seek_cost, size_cost
+ *   devtime.c beyond the seed: what the device takes for a unit, learned
+ *             from completions (access time and transfer rate)
  *   select.c  which unit goes next: batches, fifo_batch, writes_starved,
  *             expiries, read preemption of write batches, one write at
  *             a time beside a dependent reader; and the noop/elevator
@@ -202,6 +204,11 @@ struct dl_tunables {
   X (held, "held", "units held by hazards")                               \
   X (inflight, "inflight", "units dispatched, not completed")             \
   X (inflight_writes, "inflight_writes", "... of them writes (not flushes)") \
+  X2 (device_access_ns, "device_read_access_ns", "device_write_access_ns", \
+      "learned: what a seek adds to a unit's time at the device (devtime.c)") \
+  X2 (device_rate, "device_read_bytes_per_second",                        \
+      "device_write_bytes_per_second",                                    \
+      "learned: the device's transfer rate (devtime.c); 0 = not yet")     \
   /* end of DL_STATS_GAUGES */
 
 #define DL_STATS_FIELD_(field, name, doc) uint64_t field;
@@ -249,7 +256,9 @@ struct dl_req {
   uint8_t state;
   uint8_t in_late;              /* fifo.c: in late_node's tree, not the list */
   uint8_t preempts;             /* select.c: a read that may end a write batch */
+  uint8_t seeked;               /* cost.c: dispatched away from the head */
   uint64_t reader;              /* anticipate.c: the reader it was taken for */
+  uint64_t dispatch_ns;         /* devtime.c: when dl_dispatch() gave it out */
   RB_ENTRY(dl_req) live_node;   /* hazard.c */
   union {
     TAILQ_ENTRY(dl_req) fifo_link; /* fifo.c, or hazard.c's held list */

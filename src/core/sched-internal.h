@@ -90,6 +90,16 @@ struct dl_sched {
     bool extend;                /* the reader came back: continue its batch */
   } antic;
 
+  /* devtime.c: what the device takes, learned from completions. */
+  struct dl_devtime {
+    uint64_t last_done_ns;      /* the device's last completion */
+    struct dl_fit {             /* per direction, decaying sums of */
+      double s, sx, xx, sy, xy; /* s: seeked (0/1), x: bytes, y: ns */
+      uint64_t n;               /* samples so far */
+      double access_ns, ns_per_byte; /* the fit: y = access * s + x * ns_per_byte */
+    } fit[2];
+  } dev;
+
   /* hazard.c: scratch space for releases. */
   struct dl_req **scratch;
   size_t scratch_len, scratch_cap;
@@ -190,6 +200,7 @@ typedef bool dl_visit_fn (struct dl_req *v, void *arg);
  *   sortq.c, fifo.c     the two queues of each direction
  *   unit.c              a unit into both queues, or out of both
  *   cost.c              what a batch has spent; the device head
+ *   devtime.c           what the device takes for a unit, learned
  *   merge.c             merging into a queued unit (or queueing it)
  *   hazard.c            holding overlapping requests back; releasing them
  *   anticipate.c        learning dependent readers; waiting for them
@@ -234,6 +245,12 @@ uint64_t cost_unit (const struct dl_sched *s, const struct dl_req *u,
                     bool contiguous);
 void cost_charge (struct dl_sched *s, uint64_t c);
 void cost_account (struct dl_sched *s, struct dl_req *u);
+
+/* devtime.c */
+void devtime_dispatched (struct dl_sched *s, struct dl_req *u, uint64_t now);
+void devtime_done (struct dl_sched *s, struct dl_req *u, uint64_t now);
+uint64_t devtime_estimate (const struct dl_sched *s, enum dl_dir d,
+                           uint64_t bytes, bool seek);
 
 /* merge.c */
 bool merge_into_queue (struct dl_sched *s, struct dl_req *r);

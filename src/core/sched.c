@@ -167,6 +167,7 @@ dl_dispatch (struct dl_sched *s, uint64_t now_ns)
     s->st.dispatched[u->dir]++;
     s->st.dispatched_bytes[u->dir] += u->unit_length;
   }
+  devtime_dispatched (s, u, now_ns);
   u->state = DL_S_INFLIGHT;
   s->st.inflight++;
   if (u->op != DL_OP_FLUSH && u->dir == DL_WRITE)
@@ -181,6 +182,7 @@ dl_complete (struct dl_sched *s, struct dl_req *u, uint64_t now_ns)
   assert (u->state == DL_S_INFLIGHT && s->st.inflight > 0);
   s->st.inflight--;
   u->state = DL_S_DONE;
+  devtime_done (s, u, now_ns);
   if (u->op == DL_OP_FLUSH)
     return;
   if (u->dir == DL_WRITE) {

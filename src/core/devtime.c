@@ -4,10 +4,10 @@
  *
  * The seed counts a batch in requests, a seek as seek_cost of them:
  * right for the disk it was tuned on, and wrong for one of another
- * shape.  On a disk that seeks in 8 ms and streams 100 MiB/s a seek is
- * worth six 128 KiB transfers; on a throttled volume that "seeks" in
- * 0.3 ms and streams 20 MiB/s it is worth a twentieth of one, and a
- * batch of 64 units lasts half a second.  Budgets of time need the
+ * shape.  Where a seek takes 8 ms and a 128 KiB transfer about one, a
+ * seek is worth six transfers; on a throttled volume that "seeks" in
+ * 0.3 ms and takes 6 ms a transfer, it is worth a twentieth of one, and
+ * a batch of 64 units lasts most of a second.  Budgets of time need the
  * device's own figures, so they are learned here, per direction:
  *
  *   time of a unit = access * (1 if it seeked, else 0) + bytes * ns_per_byte

@@ -73,18 +73,34 @@ wb_applies (const struct engine *e, const struct engine_req *r)
     r->length <= e->p.writeback_bytes;
 }
 
-/* Copy r and answer it now; 1 if done so, 0 if the caller should submit
- * it the ordinary way (stopping, or no memory), -errno on a refusal.
+/* Wait for room in the window, in the order writers came (a ticket),
+ * or a big write could wait forever while small ones keep fitting in.
+ * Called and returns with wb_lock held; false if the window closed.
  */
-int
-wb_submit (struct engine *e, struct engine_req *r)
+static bool
+wb_wait_room (struct engine *e, uint64_t len)
 {
-  struct wb_write *w;
-  int rc;
+  uint64_t ticket = e->wb_ticket++;
 
-  w = malloc (sizeof *w + r->length);
+  while (!e->wb_closed &&
+         (e->wb_serving != ticket ||
+          (e->wb_bytes > 0 && e->wb_bytes + len > e->p.writeback_bytes)))
+    pthread_cond_wait (&e->wb_cond, &e->wb_lock);
+  if (e->wb_closed)
+    return false;
+  e->wb_serving++;
+  pthread_cond_broadcast (&e->wb_cond);   /* the next ticket's turn */
+  return true;
+}
+
+/* A copy of r that the window owns until the device has it. */
+static struct wb_write *
+wb_copy (struct engine *e, const struct engine_req *r)
+{
+  struct wb_write *w = malloc (sizeof *w + r->length);
+
   if (w == NULL)
-    return 0;                   /* no memory: the write goes through */
+    return NULL;
   memcpy (w->data, r->buf, r->length);
   memset (&w->r, 0, sizeof w->r);
   w->r.op = DL_OP_WRITE;
@@ -94,24 +110,22 @@ wb_submit (struct engine *e, struct engine_req *r)
   w->r.buf = w->data;
   w->r.stream = r->stream;
   w->e = e;
+  return w;
+}
 
+/* Copy r and answer it now; 1 if done so, 0 if the caller should submit
+ * it the ordinary way (stopping, or no memory), -errno on a refusal.
+ */
+int
+wb_submit (struct engine *e, struct engine_req *r)
+{
+  struct wb_write *w = wb_copy (e, r);
+  int rc;
+
+  if (w == NULL)
+    return 0;                   /* no memory: the write goes through */
   pthread_mutex_lock (&e->wb_lock);
-  /* Writers wait for room in the order they came (a ticket), or a big
-   * write could wait forever while small ones keep fitting in.
-   */
-  {
-    uint64_t ticket = e->wb_ticket++;
-
-    while (!e->wb_closed &&
-           (e->wb_serving != ticket ||
-            (e->wb_bytes > 0 && e->wb_bytes + r->length > e->p.writeback_bytes)))
-      pthread_cond_wait (&e->wb_cond, &e->wb_lock);
-    if (!e->wb_closed) {
-      e->wb_serving++;
-      pthread_cond_broadcast (&e->wb_cond);   /* the next ticket's turn */
-    }
-  }
-  if (e->wb_closed) {
+  if (!wb_wait_room (e, r->length)) {
     pthread_mutex_unlock (&e->wb_lock);
     free (w);
     return 0;
@@ -130,11 +144,12 @@ wb_submit (struct engine *e, struct engine_req *r)
     TAILQ_REMOVE (&e->wb_list, w, link);
     e->wb_bytes -= r->length;
     e->wb_answered--;
-    pthread_mutex_unlock (&e->wb_lock);
+  }
+  pthread_mutex_unlock (&e->wb_lock);
+  if (rc < 0) {
     free (w);
     return rc;
   }
-  pthread_mutex_unlock (&e->wb_lock);
   return 1;
 }
 

@@ -247,6 +247,8 @@ antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now)
     st->overlapped /= 2;
   }
   st->last_arrival_ns = now;
+  if (learned (st) && pays (s, st))
+    s->antic.dependent_ns = now;
 
   if (s->antic.on && s->antic.reader == st->key) {
     if (s->antic.counted) {
@@ -366,6 +368,24 @@ antic_hold (struct dl_sched *s, uint64_t now)
     s->st.antic_waits++;
   }
   return true;
+}
+
+/* Has a reader that waits for each read, and pays to wait for, been
+ * seen within window?  (slice.c: time slices are for such a reader.)
+ */
+bool
+antic_reader_recent (const struct dl_sched *s, uint64_t now, uint64_t window)
+{
+  return s->antic.dependent_ns != 0 && now <= s->antic.dependent_ns + window;
+}
+
+/* Is the device being kept for a reader's next read: its read at the
+ * device, or completed less than its wait ago?
+ */
+bool
+antic_expecting (const struct dl_sched *s, uint64_t now)
+{
+  return s->antic.on && (s->antic.unit != NULL || now < s->antic.until);
 }
 
 uint64_t

@@ -37,6 +37,8 @@
  *             policies
  *   anticipate.c  beyond the seed: waiting briefly for a dependent
  *             reader's next read instead of starting a write batch
+ *   slice.c   beyond the seed, off by default: beside a dependent
+ *             reader, the device's time in read and write slices
  *   hazard.c  overlapping requests never pass each other
  *   tunable.c every tunable, validated; duration and size parsers
  *   hist.c    a latency histogram for callers
@@ -89,8 +91,9 @@ enum dl_policy {
  *   doc      what it is, for the reader of this list
  *
  * Beyond the seed: anticipate, preempt, preempt_min, size_cost,
- * seed_batches, and write_expire and max_merge's defaults; profile seed
- * (tunable.c) sets them all as the seed.
+ * seed_batches, read_slice and write_slice, and write_expire and
+ * max_merge's defaults; profile seed (tunable.c) sets them all as the
+ * seed.
  */
 #define DL_MS UINT64_C (1000000)
 #define DL_SEC UINT64_C (1000000000)
@@ -137,6 +140,13 @@ enum dl_policy {
      "a unit costs 1 more per further 128 KiB (cost.c, cost_unit)")       \
   X (seed_batches, "seed_batches", BOOL, false, 0, 1, "",                 \
      "batches as the 2002 patch forms them (select.c)")                   \
+  X (read_slice_ns, "read_slice", DURATION, 0,                            \
+     0, DL_SEC, "must be at most 1s (0 = off)",                           \
+     "beside a dependent reader, the device's time for reads in each "    \
+     "round (slice.c); 0 = no time slices")                               \
+  X (write_slice_ns, "write_slice", DURATION, 40 * DL_MS,                 \
+     1, DL_SEC, "must be more than 0 and at most 1s",                     \
+     "... and for writes, in device time (slice.c)")                      \
   /* end of DL_TUNABLES */
 
 #define DL_TUNABLE_TYPE_POLICY enum dl_policy
@@ -192,6 +202,8 @@ struct dl_tunables {
   X (antic_waits, "antic_waits_total", "read batches kept open for a reader") \
   X (antic_hits, "antic_hits_total", "... whose next read came in time")  \
   X (antic_misses, "antic_misses_total", "... that timed out")            \
+  X2 (slices, "read_slices_total", "write_slices_total",                  \
+      "time slices started beside a dependent reader (slice.c)")          \
   /* end of DL_STATS_EVENTS */
 
 /* Gauges: what is there now, not how often it happened. */

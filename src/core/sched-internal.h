@@ -88,7 +88,15 @@ struct dl_sched {
     uint64_t hold_ns;           /* ... this long after it (anticipate.c) */
     bool counted;               /* the device has waited (stats) */
     bool extend;                /* the reader came back: continue its batch */
+    uint64_t dependent_ns;      /* last sign of a learned dependent reader */
   } antic;
+
+  /* slice.c: the time slice in force beside a dependent reader. */
+  struct {
+    int dir;                    /* its direction, -1: none */
+    uint64_t end_ns;            /* when it ends */
+    uint64_t sent;              /* units it has sent to the device */
+  } slice;
 
   /* devtime.c: what the device takes, learned from completions. */
   struct dl_devtime {
@@ -204,6 +212,7 @@ typedef bool dl_visit_fn (struct dl_req *v, void *arg);
  *   merge.c             merging into a queued unit (or queueing it)
  *   hazard.c            holding overlapping requests back; releasing them
  *   anticipate.c        learning dependent readers; waiting for them
+ *   slice.c             time slices beside a dependent reader
  *   select.c            the choice of the next unit
  *   sched.c             the public API (dl-sched.h)
  */
@@ -273,6 +282,17 @@ void antic_read_done (struct dl_sched *s, struct dl_req *u, uint64_t now);
 bool antic_extends_batch (struct dl_sched *s);
 bool antic_hold (struct dl_sched *s, uint64_t now);
 uint64_t antic_timer (const struct dl_sched *s, uint64_t now);
+bool antic_reader_recent (const struct dl_sched *s, uint64_t now,
+                          uint64_t window);
+bool antic_expecting (const struct dl_sched *s, uint64_t now);
+
+/* slice.c */
+int slice_direction (struct dl_sched *s, uint64_t now);
+bool slice_write_fits (const struct dl_sched *s, const struct dl_req *u,
+                       uint64_t now);
+void slice_sent (struct dl_sched *s);
+void slice_cut (struct dl_sched *s, uint64_t now);
+uint64_t slice_timer (const struct dl_sched *s, uint64_t now);
 
 /* select.c */
 struct dl_req *select_next (struct dl_sched *s, uint64_t now);

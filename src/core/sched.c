@@ -30,6 +30,7 @@ dl_sched_new (const struct dl_tunables *t, uint32_t align)
   s->t = *t;
   s->align = align;
   s->batch_dir = -1;
+  s->slice.dir = -1;
   RB_INIT (&s->sort[DL_READ]);
   RB_INIT (&s->sort[DL_WRITE]);
   TAILQ_INIT (&s->fifo[DL_READ]);
@@ -242,7 +243,9 @@ dl_drain (struct dl_sched *s)
 uint64_t
 dl_next_timer (const struct dl_sched *s, uint64_t now_ns)
 {
-  return antic_timer (s, now_ns);
+  uint64_t a = antic_timer (s, now_ns), b = slice_timer (s, now_ns);
+
+  return a == 0 || (b != 0 && b < a) ? b : a;
 }
 
 /* A unit's members: contiguous from its offset, as many as it counts,
@@ -298,4 +301,5 @@ dl_sched_check (const struct dl_sched *cs)
   hazard_check (s);
   assert (s->st.inflight_writes <= s->st.inflight);
   assert (s->batch_dir >= -1 && s->batch_dir <= DL_WRITE);
+  assert (s->slice.dir >= -1 && s->slice.dir <= DL_WRITE);
 }

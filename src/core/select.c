@@ -279,16 +279,60 @@ new_batch_start (struct dl_sched *s, enum dl_dir d, uint64_t now)
   return u;
 }
 
+/* Beyond the seed, a hook before rule 1: beside a dependent reader the
+ * device goes in time slices (slice.c), and within a slice only its
+ * direction is served, ascending from where that direction last ended
+ * (the oldest first once it has expired).  A read slice with no read
+ * queued keeps the device for the reader's next one; a write slice
+ * sends no write that would run past its end.  Off by default
+ * (read_slice 0) and in profile seed.
+ */
+static struct dl_req *
+slice_next (struct dl_sched *s, enum dl_dir d, uint64_t now)
+{
+  struct dl_req *u;
+
+  s->batching = false;          /* after the slices, a batch starts afresh */
+  if (sortq_empty (s, d))
+    return NULL;
+  if (fifo_expired (s, d, now))
+    u = fifo_oldest (s, d);
+  else {
+    u = sortq_at_or_after (s, d, s->last_end[d]);
+    if (u == NULL)
+      u = fifo_oldest (s, d);
+  }
+  if (d == DL_WRITE && !slice_write_fits (s, u, now)) {
+    /* Writes at the device finish the slice; once they have, the rest
+     * goes to the next one.
+     */
+    if (s->st.inflight_writes > 0)
+      return NULL;
+    slice_cut (s, now);
+    d = slice_direction (s, now);
+    return d >= 0 ? slice_next (s, d, now) : NULL; /* (a new slice's
+                                                       first unit fits) */
+  }
+  slice_sent (s);
+  s->batch_dir = d;
+  return u;
+}
+
 /* The seed's deadline_next_request, one unit per call.  The extensions
- * enter at three marked points, each a function of its own and each off
- * in profile seed: preemption inside continue_batch, the write hold
- * (write_held) and anticipation (antic_hold).
+ * enter at four marked points, each a function of its own and each off
+ * in profile seed: time slices (slice_next, and off by default),
+ * preemption inside continue_batch, the write hold (write_held) and
+ * anticipation (antic_hold).
  */
 static struct dl_req *
 deadline_next (struct dl_sched *s, uint64_t now)
 {
   struct dl_req *u;
   bool writes;
+  int slice = slice_direction (s, now);
+
+  if (slice >= 0)
+    return slice_next (s, slice, now);  /* hook: time slices */
 
   /* Rule 1: a batch in progress continues. */
   u = s->t.seed_batches ? NULL : continue_batch (s);

@@ -161,6 +161,9 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-size-cost=BOOL         A unit costs 1 more per further 128k (default on).\n" \
   "deadline-seed-batches=BOOL      Batches chosen whole, from the list head, as the\n" \
   "                                seed (default off).\n" \
+  "deadline-read-slice=DURATION    Beside a dependent reader, turns of the device:\n" \
+  "                                this long for reads (default 0 = off) ...\n" \
+  "deadline-write-slice=DURATION   ... and this long for writes (default 40ms).\n" \
   "deadline-depth=N                Units in flight at the device (default 2;\n" \
   "                                raise to 16-64 for SSDs/NVMe).\n" \
   "deadline-max-inflight=SIZE      Bytes in flight (default depth*max-merge, >= 8M).\n" \

@@ -161,8 +161,13 @@ run (const struct dl_tunables *t, struct sim *sm, struct dl_stats *st)
     }
   }
   dl_sched_stats (s, st);
-  for (i = 0; i < nfl; i++)
+  for (i = 0; i < nfl; i++) {
+    struct dl_req *m, *tmp;
+
     dl_complete (s, fl[i].u, now);
+    DL_FOREACH_MEMBER (m, fl[i].u, tmp)
+      free (m);
+  }
   {
     struct dl_req *u;
     while ((u = dl_drain (s)) != NULL) {

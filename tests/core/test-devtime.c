@@ -37,28 +37,6 @@ rnd (uint64_t n)
   return rng % n;
 }
 
-static struct dl_req *
-newreq (enum dl_op op, uint64_t off, uint64_t len)
-{
-  struct dl_req *r = calloc (1, sizeof *r);
-
-  REQUIRE (r != NULL);
-  r->op = op;
-  r->offset = off;
-  r->length = len;
-  r->priv = r;
-  return r;
-}
-
-static void
-free_unit (struct dl_req *u)
-{
-  struct dl_req *m, *tmp;
-
-  DL_FOREACH_MEMBER (m, u, tmp)
-    free (m);
-}
-
 static bool
 near (double got, double want, double tolerance)
 {
@@ -94,11 +72,11 @@ run (const struct shape *sh)
      */
     while (dl_waiting (s) < 6) {
       if (rnd (2))
-        dl_insert (s, newreq (DL_OP_READ, rnd (1 << 20) * 512,
-                              (1 + rnd (16)) * 4096), now);
+        dl_insert (s, heapreq (DL_OP_READ, rnd (1 << 20) * 512,
+                               (1 + rnd (16)) * 4096, 0), now);
       else {
         uint64_t len = (1 + rnd (8)) * 16384;
-        dl_insert (s, newreq (DL_OP_WRITE, wpos, len), now);
+        dl_insert (s, heapreq (DL_OP_WRITE, wpos, len, 0), now);
         wpos += len;
       }
     }
@@ -153,12 +131,7 @@ run (const struct shape *sh)
     dl_complete (s, fl[i].u, now);
     free_unit (fl[i].u);
   }
-  {
-    struct dl_req *u;
-    while ((u = dl_drain (s)) != NULL)
-      free_unit (u);
-  }
-  dl_sched_free (s);
+  sched_free_all (s);
 }
 
 int

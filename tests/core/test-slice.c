@@ -49,20 +49,6 @@ struct fl {
   uint64_t start_ns, done_ns;
 };
 
-static struct dl_req *
-newreq (enum dl_op op, uint64_t off, uint64_t len, uint64_t stream)
-{
-  struct dl_req *r = calloc (1, sizeof *r);
-
-  REQUIRE (r != NULL);
-  r->op = op;
-  r->offset = off;
-  r->length = len;
-  r->stream = stream;
-  r->priv = r;
-  return r;
-}
-
 static void
 run (const struct dl_tunables *t, struct sim *sm, struct dl_stats *st)
 {
@@ -91,13 +77,13 @@ run (const struct dl_tunables *t, struct sim *sm, struct dl_stats *st)
         off = (rng >> 20) % (1ULL << 30) & ~8191ULL;
       }
       rpos += 8 * KiB;
-      dl_insert (s, newreq (DL_OP_READ, off, 8 * KiB, 7), now);
+      dl_insert (s, heapreq (DL_OP_READ, off, 8 * KiB, 7), now);
       reads_out++;
       next_read = sm->reader_depth == 1 ? UINT64_MAX : now;
     }
     /* The writer keeps 32 writes queued or at the device. */
     while (sm->writer_on && writes_out < 32) {
-      dl_insert (s, newreq (DL_OP_WRITE, wpos, 256 * KiB, 9), now);
+      dl_insert (s, heapreq (DL_OP_WRITE, wpos, 256 * KiB, 9), now);
       wpos += 256 * KiB;
       writes_out++;
     }
@@ -162,21 +148,10 @@ run (const struct dl_tunables *t, struct sim *sm, struct dl_stats *st)
   }
   dl_sched_stats (s, st);
   for (i = 0; i < nfl; i++) {
-    struct dl_req *m, *tmp;
-
     dl_complete (s, fl[i].u, now);
-    DL_FOREACH_MEMBER (m, fl[i].u, tmp)
-      free (m);
+    free_unit (fl[i].u);
   }
-  {
-    struct dl_req *u;
-    while ((u = dl_drain (s)) != NULL) {
-      struct dl_req *m, *tmp;
-      DL_FOREACH_MEMBER (m, u, tmp)
-        free (m);
-    }
-  }
-  dl_sched_free (s);
+  sched_free_all (s);
 }
 
 int

@@ -83,6 +83,46 @@ mkreq (enum dl_op op, uint64_t offset, uint64_t length, uint32_t flags)
   return r;
 }
 
+/* A request of its own on the heap, for the simulations that make
+ * more requests than the pool holds; free_unit frees a unit's members
+ * once it is complete (or drained).
+ */
+static inline struct dl_req *
+heapreq (enum dl_op op, uint64_t offset, uint64_t length, uint64_t stream)
+{
+  struct dl_req *r = calloc (1, sizeof *r);
+
+  REQUIRE (r != NULL);
+  r->op = op;
+  r->offset = offset;
+  r->length = length;
+  r->stream = stream;
+  r->priv = r;
+  return r;
+}
+
+static inline void
+free_unit (struct dl_req *u)
+{
+  struct dl_req *m, *tmp;
+
+  DL_FOREACH_MEMBER (m, u, tmp)
+    free (m);
+}
+
+/* The end of a simulation: free what still waits, then the scheduler
+ * (units at the device are the caller's to complete and free first).
+ */
+static inline void
+sched_free_all (struct dl_sched *s)
+{
+  struct dl_req *u;
+
+  while ((u = dl_drain (s)) != NULL)
+    free_unit (u);
+  dl_sched_free (s);
+}
+
 /* Insert at the current fake time. */
 static inline struct dl_req *
 ins (struct dl_sched *s, enum dl_op op, uint64_t offset, uint64_t length)

@@ -226,6 +226,23 @@ finish (struct xfer *x)
   e->direct_done (e, unit, result, false);
 }
 
+/* Fail x with err: nothing more of it goes to the device. */
+static void
+fail (struct xfer *x, int err)
+{
+  x->result = err;
+  finish (x);
+}
+
+/* One of the engine's counters (under stats_lock: the loop's). */
+static void
+count (struct engine *e, uint64_t *counter)
+{
+  pthread_mutex_lock (&e->stats_lock);
+  (*counter)++;
+  pthread_mutex_unlock (&e->stats_lock);
+}
+
 static int
 buf_ensure (struct xfer *x, size_t len)
 {
@@ -266,10 +283,8 @@ submit_main (struct xfer *x)
 
   r = prep_rw (x, write, x->fd, x->buf + x->done,
                (uint32_t) (x->hi - x->lo - x->done), x->lo + x->done, TAG_MAIN);
-  if (r < 0) {
-    x->result = r;
-    finish (x);
-  }
+  if (r < 0)
+    fail (x, r);
 }
 
 /* An SQE for a one-step phase of x (no buffer, no tag), or NULL after
@@ -345,17 +360,14 @@ start_write (struct xfer *x, uint64_t off, uint64_t len)
     x->hi = off + len;
   }
   if ((r = buf_ensure (x, x->hi - x->lo)) < 0) {
-    x->result = r;
-    finish (x);
+    fail (x, r);
     return;
   }
   head = x->lo < off;
   tail = x->hi > off + len;
   if (head || tail) {
     x->phase = X_RMW;
-    pthread_mutex_lock (&e->stats_lock);
-    e->st.rmw++;
-    pthread_mutex_unlock (&e->stats_lock);
+    count (e, &e->st.rmw);
     if (head)
       r = prep_rw (x, false, x->fd, x->buf, a, x->lo, TAG_EDGE);
     if (r == 0 && tail && (!head || x->hi - a > x->lo))
@@ -396,21 +408,11 @@ zero_step (struct xfer *x)
 static void
 start_zero_write (struct xfer *x, uint64_t off, uint64_t len)
 {
-  pthread_mutex_lock (&x->e->stats_lock);
-  x->e->st.zero_fallback++;
-  pthread_mutex_unlock (&x->e->stats_lock);
+  count (x->e, &x->e->st.zero_fallback);
   x->zeroing = true;
   x->zcur = off;
   x->zend = off + len;
   zero_step (x);
-}
-
-/* Fail x before it reached the device. */
-static void
-fail (struct xfer *x, int err)
-{
-  x->result = err;
-  finish (x);
 }
 
 static void
@@ -511,14 +513,6 @@ direct_issue (struct engine *e, struct dl_req *unit)
  * has queued the next step), false when its phase is over; x is
  * finished once no SQE of it is outstanding.
  */
-static void
-count_short_io (struct engine *e)
-{
-  pthread_mutex_lock (&e->stats_lock);
-  e->st.short_io++;
-  pthread_mutex_unlock (&e->stats_lock);
-}
-
 static bool
 read_done (struct xfer *x, int res)
 {
@@ -532,7 +526,7 @@ read_done (struct xfer *x, int res)
   MARK_DEFINED (x->buf + x->done, res);
   x->done += res;
   if (res > 0 && x->done < x->hi - x->lo && x->lo + x->done < e->size) {
-    count_short_io (e);
+    count (e, &e->st.short_io);
     submit_main (x);
     return true;
   }
@@ -578,7 +572,7 @@ write_done (struct xfer *x, int res)
   }
   x->done += res;
   if (x->done < x->hi - x->lo) {
-    count_short_io (x->e);
+    count (x->e, &x->e->st.short_io);
     submit_main (x);
     return true;
   }

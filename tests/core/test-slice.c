@@ -9,10 +9,11 @@
  * after the last came back; a writer keeps 32 writes of 256 KiB
  * queued.  Checked, with read_slice 100 ms and write_slice 40 ms:
  *
- *   1. the reader gets its share of the device: at least 0.6 of the
- *      reads it makes alone (its share of a round is 100/140), where
- *      without slices it makes far fewer;
- *   2. the writes get theirs: at least 0.2 of what they write alone;
+ *   1. the reader gets its share of the device: at least 0.68 of the
+ *      reads it makes alone (its share of a round is 100/140 = 0.71),
+ *      and more than without slices (0.61 on this simulated disk);
+ *   2. the writes get theirs: at least 0.25 of what they write alone
+ *      (40/140 = 0.29);
  *   3. in a read slice no write reaches the device, and a write slice
  *      sends none that would run past its end: once the device's
  *      figures are learned (after 0.5 s), a read never waits at the
@@ -190,8 +191,8 @@ main (void)
           st.slices[DL_READ], st.slices[DL_WRITE],
           both.max_read_total_ns / 1e6, both.max_read_device_ns / 1e6);
   CHECK (st.slices[DL_READ] >= 10 && st.slices[DL_WRITE] >= 10);
-  CHECK (both.reads_done * 10 >= alone_r.reads_done * 6);
-  CHECK (both.write_bytes * 10 >= alone_w.write_bytes * 2);
+  CHECK (both.reads_done * 100 >= alone_r.reads_done * 68);
+  CHECK (both.write_bytes * 100 >= alone_w.write_bytes * 25);
   CHECK_EQ (both.read_device_limit_exceeded, 0);
 
   /* Without slices the same load serves the reader far worse. */

@@ -280,9 +280,9 @@ table ()
         esac
         ref=
         # (tests/vm/test-vm.sh reads columns 1-3: config, idle and flood medians)
-        printf "%-16s %9s %10s %-15s %-13s %10s %9s %12s %12s %9s %-16s %10s %10s %11s  %s\n" config idle_cat_s flood_cat_s \
+        printf "%-16s %9s %10s %-15s %-13s %10s %9s %12s %12s %9s %-16s %10s %10s %11s %9s  %s\n" config idle_cat_s flood_cat_s \
             "flood[min-max]" "idle[min-max]" flood/idle vs_first \
-            wr_only_MiBs wr_mixed_MiBs mix/only "shares r+w=sum" nbd_rd_ms filt_rd_ms filt_idle_ms "nbd0 queue (guest)"
+            wr_only_MiBs wr_mixed_MiBs mix/only "shares r+w=sum" nbd_rd_ms filt_rd_ms filt_idle_ms guest_cpu "nbd0 queue (guest)"
         for c in $CONFIGS; do
             l=$(label "$c")
             mi=$(median $(field idle "${R[$fl.$l]}"))
@@ -291,19 +291,22 @@ table ()
             wm=$(median $(field write_mixed_mibs "${R[$fl.$l]}"))
             q=$(field queue "${R[$fl.$l]}" | sort -u | tr '\n' ' ' | sed 's/ $//')
             [ -z "$ref" ] && ref=$mf
-            printf "%-16s %9s %10s %-15s %-13s %10s %9s %12s %12s %9s %-16s %10s %10s %11s  %s\n" "$l" "$mi" "$mf" \
+            printf "%-16s %9s %10s %-15s %-13s %10s %9s %12s %12s %9s %-16s %10s %10s %11s %9s  %s\n" "$l" "$mi" "$mf" \
                 "$(spread $(field flood "${R[$fl.$l]}"))" "$(spread $(field idle "${R[$fl.$l]}"))" \
                 "$(ratio "$mf" "$mi")" \
                 "$(ratio "$mf" "$ref")" "$wo" "$wm" "$(awk -v a="$wm" -v b="$wo" 'BEGIN { if (b > 0) printf "%.0f%%", 100 * a / b; else print "-" }')" \
                 "$(awk -v i="$mi" -v f="${mf#>}" -v a="$wm" -v b="$wo" 'BEGIN { if (f > 0 && b > 0) printf "%.2f+%.2f=%.2f", i / f, a / b, i / f + a / b; else print "-" }')" \
                 "$(median $(field nbd_read_ms "${R[$fl.$l]}"))" "$(median $(field filter_read_ms "${R[$fl.$l]}"))" \
-                "$(median $(field filter_idle_read_ms "${R[$fl.$l]}"))" "$(guest_queue "$(spec "$c")"): ${q:-?}"
+                "$(median $(field filter_idle_read_ms "${R[$fl.$l]}"))" \
+                "$(median $(field cpu_busy "${R[$fl.$l]}" | cut -d/ -f1) | cut -d. -f1)/$(median $(field cpu_busy "${R[$fl.$l]}" | cut -d/ -f2) | cut -d. -f1)%" \
+                "$(guest_queue "$(spec "$c")"): ${q:-?}"
         done
         echo "(medians of $RUNS run(s), spread [min-max] beside the cats; $nfiles files, $kib KiB; slowdisk $SLOWDISK_ARGS; nbdkit -t $THREADS;"
         echo " wr_*: MiB/s written to nbd0 by the flood alone and during the flood cat; shares: the reader's (idle cat / flood cat)
  and the writer's (mixed / alone) and their sum, how much of the disk did useful work; nbd_rd_ms: mean read latency at nbd0 during it;
  filt_rd_ms: the same inside the filter, arrival to answer; the difference is the path through guest, qemu and socket;
- filt_idle_ms: the filter's mean read latency over the idle cat;
+ filt_idle_ms: the filter's mean read latency over the idle cat; guest_cpu: how busy the guest's one CPU was over
+ the idle cat / the flood cat (a busy guest makes each read wait there, whatever the server does);
  nbd0 queue: -G $QUEUE; \"default\" is the guest kernel's own settings, \"none\" is scheduler none and wbt_lat_usec=0 set for
  that row; after the colon the scheduler and wbt_lat_usec the guest read back)"
         echo "raw flood cat s: $(for c in $CONFIGS; do l=$(label "$c"); printf '%s [%s] ' "$l" "$(field flood "${R[$fl.$l]}" | tr '\n' ' ' | sed 's/ $//')"; done)"

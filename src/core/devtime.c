@@ -116,8 +116,11 @@ devtime_done (struct dl_sched *s, struct dl_req *u, uint64_t now)
 
   if (now > s->dev.last_done_ns)
     s->dev.last_done_ns = now;
+  /* A unit sent in pieces (piece.c) shared its time with the reads
+   * between them: its time says nothing of its size.
+   */
   if ((u->op != DL_OP_READ && u->op != DL_OP_WRITE) || u->unit_length == 0 ||
-      now < start)
+      u->piece_length != 0 || now < start)
     return;
   fit_add (&s->dev.fit[u->dir], u->seeked, u->unit_length, now - start);
   publish (s, u->dir);
@@ -135,4 +138,17 @@ devtime_estimate (const struct dl_sched *s, enum dl_dir d, uint64_t bytes,
   if (f->n < MIN_SAMPLES)
     return 0;
   return saturate ((seek ? f->access_ns : 0) + (double) bytes * f->ns_per_byte);
+}
+
+/* How many bytes the device transfers in this much time, by what has
+ * been learned (0 while nothing has).
+ */
+uint64_t
+devtime_bytes_in (const struct dl_sched *s, enum dl_dir d, uint64_t ns)
+{
+  const struct dl_fit *f = &s->dev.fit[d];
+
+  if (f->n < MIN_SAMPLES || !(f->ns_per_byte > 0))
+    return 0;
+  return saturate ((double) ns / f->ns_per_byte);
 }

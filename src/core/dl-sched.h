@@ -91,7 +91,7 @@ enum dl_policy {
  *   doc      what it is, for the reader of this list
  *
  * Beyond the seed: anticipate, preempt, preempt_min, size_cost,
- * seed_batches, read_slice and write_slice, and write_expire and
+ * seed_batches, write_piece, read_slice and write_slice, and write_expire and
  * max_merge's defaults; profile seed (tunable.c) sets them all as the
  * seed.
  */
@@ -140,6 +140,10 @@ enum dl_policy {
      "a unit costs 1 more per further 128 KiB (cost.c, cost_unit)")       \
   X (seed_batches, "seed_batches", BOOL, false, 0, 1, "",                 \
      "batches as the 2002 patch forms them (select.c)")                   \
+  X (write_piece_ns, "write_piece", DURATION, 2 * DL_MS,                  \
+     0, DL_SEC, "must be at most 1s (0 = off)",                           \
+     "beside a dependent reader, a write goes to the device in pieces "   \
+     "of at most this much device time (piece.c); 0 = whole units")       \
   X (read_slice_ns, "read_slice", DURATION, 0,                            \
      0, DL_SEC, "must be at most 1s (0 = off)",                           \
      "beside a dependent reader, the device's time for reads in each "    \
@@ -202,6 +206,8 @@ struct dl_tunables {
   X (antic_waits, "antic_waits_total", "read batches kept open for a reader") \
   X (antic_hits, "antic_hits_total", "... whose next read came in time")  \
   X (antic_misses, "antic_misses_total", "... that timed out")            \
+  X (write_pieced, "write_pieced_total",                                  \
+     "write units sent to the device in pieces (piece.c)")                \
   X2 (slices, "read_slices_total", "write_slices_total",                  \
       "time slices started beside a dependent reader (slice.c)")          \
   /* end of DL_STATS_EVENTS */
@@ -250,6 +256,9 @@ struct dl_req {
   uint64_t unit_length;
   uint64_t arrival_ns;          /* when dl_insert() saw it */
   uint32_t nr_members;          /* on a unit head: 1 + merged requests */
+  uint64_t piece_length;        /* on a dispatched write unit: issue it in
+                                   pieces of at most this many bytes, one
+                                   after the other (0: whole; piece.c) */
   struct dl_req *next_member;   /* next member of the unit, or NULL */
 
   /* Filled by the caller. */

@@ -29,6 +29,10 @@ enum dl_state {
 
 /* Readers followed by anticipate.c; the least recently seen is replaced. */
 #define DL_STREAMS 64
+/* A dependent reader seen (last_preempting_ns) this recently is still
+ * about: the write hold (select.c) and pieces (piece.c) stay for it.
+ */
+#define DL_READER_RECENT_NS (100 * 1000000ULL)
 
 RB_HEAD (dl_sortq, dl_req);
 RB_HEAD (dl_busy, dl_req);
@@ -63,7 +67,7 @@ struct dl_sched {
   } seed_head[2];
   uint64_t last_end[2];         /* ... and per direction */
   uint64_t last_preempting_ns;  /* last arrival or completion of a read
-                                   that may preempt (write_held) */
+                                   that may preempt (write_held, piece.c) */
   uint32_t depth;               /* the caller's device depth (0: unset) */
 
   /* anticipate.c: what dependent readers do, and the wait in force. */
@@ -209,6 +213,7 @@ typedef bool dl_visit_fn (struct dl_req *v, void *arg);
  *   unit.c              a unit into both queues, or out of both
  *   cost.c              what a batch has spent; the device head
  *   devtime.c           what the device takes for a unit, learned
+ *   piece.c             writes in pieces beside a dependent reader
  *   merge.c             merging into a queued unit (or queueing it)
  *   hazard.c            holding overlapping requests back; releasing them
  *   anticipate.c        learning dependent readers; waiting for them
@@ -260,6 +265,11 @@ void devtime_dispatched (struct dl_sched *s, struct dl_req *u, uint64_t now);
 void devtime_done (struct dl_sched *s, struct dl_req *u, uint64_t now);
 uint64_t devtime_estimate (const struct dl_sched *s, enum dl_dir d,
                            uint64_t bytes, bool seek);
+uint64_t devtime_bytes_in (const struct dl_sched *s, enum dl_dir d,
+                           uint64_t ns);
+
+/* piece.c */
+void piece_set (struct dl_sched *s, struct dl_req *u, uint64_t now);
 
 /* merge.c */
 bool merge_into_queue (struct dl_sched *s, struct dl_req *r);

@@ -169,6 +169,7 @@ dl_dispatch (struct dl_sched *s, uint64_t now_ns)
     s->st.dispatched_bytes[u->dir] += u->unit_length;
   }
   devtime_dispatched (s, u, now_ns);
+  piece_set (s, u, now_ns);
   u->state = DL_S_INFLIGHT;
   s->st.inflight++;
   if (u->op != DL_OP_FLUSH && u->dir == DL_WRITE)

@@ -97,7 +97,7 @@ continue_batch (struct dl_sched *s)
  * the device, so a read of cat arriving during a write batch waits for
  * every write in flight there (deadline-depth of them) before
  * preemption can help it.  While such a reader has been seen within
- * READER_RECENT_NS and no read is queued, writes are held back once
+ * DL_READER_RECENT_NS and no read is queued, writes are held back once
  * they fill half of the caller's depth (at least one): on a disk at the
  * default depth of 2, one write at a time, and the other slot waits for
  * the reader's next read; an SSD at depth 32 keeps 16 writes going.
@@ -107,8 +107,6 @@ continue_batch (struct dl_sched *s)
  * the write depth when reads suffer, for the same reason.)  Part of
  * preemption: off with it (profile seed).
  */
-#define READER_RECENT_NS (100 * 1000000ULL)
-
 static bool
 write_held (struct dl_sched *s, uint64_t now)
 {
@@ -121,7 +119,7 @@ write_held (struct dl_sched *s, uint64_t now)
   if (!s->t.preempt || !sortq_empty (s, DL_READ) ||
       s->st.inflight_writes < room ||
       s->last_preempting_ns == 0 ||   /* (the engine's clock is never 0) */
-      now > s->last_preempting_ns + READER_RECENT_NS)
+      now > s->last_preempting_ns + DL_READER_RECENT_NS)
     return false;
   s->st.write_holds++;
   return true;

@@ -78,6 +78,8 @@ struct xfer {
   bool fsync_after;             /* FUA on zero/trim */
   uint64_t zcur, zend;
   uint64_t cstart, cend;        /* exact range of the current write */
+  uint64_t piece;               /* a write in pieces of this (0: whole) */
+  uint32_t asked;               /* length of the last read or write sent */
   struct xfer *next_free;
 };
 
@@ -279,10 +281,17 @@ static void
 submit_main (struct xfer *x)
 {
   bool write = x->phase == X_WRITE;
+  uint64_t len = x->hi - x->lo - x->done;
   int r;
 
-  r = prep_rw (x, write, x->fd, x->buf + x->done,
-               (uint32_t) (x->hi - x->lo - x->done), x->lo + x->done, TAG_MAIN);
+  /* The core's pieces (piece.c): a read sent meanwhile waits for one
+   * piece at the device, not for the whole unit.
+   */
+  if (write && x->piece != 0 && len > x->piece)
+    len = x->piece;
+  x->asked = (uint32_t) len;
+  r = prep_rw (x, write, x->fd, x->buf + x->done, x->asked, x->lo + x->done,
+               TAG_MAIN);
   if (r < 0)
     fail (x, r);
 }
@@ -484,6 +493,8 @@ direct_issue (struct engine *e, struct dl_req *unit)
   x->unit = unit;
   x->fd = e->b.fd;
   x->fsync_after = (unit->flags & DL_F_FUA) != 0;
+  x->piece = unit->op == DL_OP_WRITE && unit->piece_length != 0
+    ? round_up (unit->piece_length, e->align) : 0;
 
   if (unit->op != DL_OP_READ && unit->op != DL_OP_FLUSH && e->b.readonly) {
     fail (x, -EROFS);
@@ -572,7 +583,8 @@ write_done (struct xfer *x, int res)
   }
   x->done += res;
   if (x->done < x->hi - x->lo) {
-    count (x->e, &x->e->st.short_io);
+    if ((uint32_t) res < x->asked)
+      count (x->e, &x->e->st.short_io);
     submit_main (x);
     return true;
   }

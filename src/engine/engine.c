@@ -688,6 +688,9 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 " seeks=%" PRIu64 " hazard_holds=%" PRIu64
                 " preemptions=%" PRIu64 " write_holds=%" PRIu64
                 " antic=%" PRIu64 "/%" PRIu64 "/%" PRIu64
+                " pieced=%" PRIu64 " slices=%" PRIu64 "/%" PRIu64
+                " device_rate=%" PRIu64 "/%" PRIu64
+                " device_access_ns=%" PRIu64 "/%" PRIu64
                 " rmw=%" PRIu64
                 " short_io=%" PRIu64 " zero_fallback=%" PRIu64
                 " inflight_max=%" PRIu64 " waiting_max=%" PRIu64
@@ -702,7 +705,11 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 st->sched.starved_switches, st->sched.seeks,
                 st->sched.hazard_holds, st->sched.preemptions,
                 st->sched.write_holds, st->sched.antic_waits, st->sched.antic_hits,
-                st->sched.antic_misses, st->rmw, st->short_io,
+                st->sched.antic_misses, st->sched.write_pieced,
+                st->sched.slices[DL_READ], st->sched.slices[DL_WRITE],
+                st->sched.device_rate[DL_READ], st->sched.device_rate[DL_WRITE],
+                st->sched.device_access_ns[DL_READ],
+                st->sched.device_access_ns[DL_WRITE], st->rmw, st->short_io,
                 st->zero_fallback, st->inflight_max, st->waiting_max,
                 st->wb_answered, st->wb_bytes_max, st->wb_failed);
   if (n < 0 || (size_t) n >= left)

@@ -14,6 +14,33 @@
 
 #include "internal.h"
 
+/* One member, whole, or for a write in the core's pieces (piece.c),
+ * one after the other: a read sent meanwhile by another worker waits
+ * at the device for one piece, not for the whole write.  Only the last
+ * piece carries FUA.
+ */
+static int
+perform_member (struct engine *e, struct engine_req *r, uint64_t piece)
+{
+  struct engine_req p;
+  uint32_t done = 0;
+  int res;
+
+  if (r->op != DL_OP_WRITE || piece == 0 || r->length <= piece)
+    return e->p.perform (e->p.perform_opaque, r);
+  do {
+    p = *r;
+    p.offset = r->offset + done;
+    p.buf = (char *) r->buf + done;
+    p.length = r->length - done < piece ? r->length - done : (uint32_t) piece;
+    if (done + p.length < r->length)
+      p.flags &= ~ENGINE_F_FUA;
+    res = e->p.perform (e->p.perform_opaque, &p);
+    done += p.length;
+  } while (res == 0 && done < r->length);
+  return res;
+}
+
 static void *
 worker (void *arg)
 {
@@ -38,7 +65,7 @@ worker (void *arg)
 
     DL_FOREACH_MEMBER (m, &head->dl, tmp) {
       struct engine_req *r = req_of (m);
-      r->result = e->p.perform (e->p.perform_opaque, r);
+      r->result = perform_member (e, r, head->dl.piece_length);
     }
 
     inbox_done (e, head);

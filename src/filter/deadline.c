@@ -161,6 +161,9 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-size-cost=BOOL         A unit costs 1 more per further 128k (default on).\n" \
   "deadline-seed-batches=BOOL      Batches chosen whole, from the list head, as the\n" \
   "                                seed (default off).\n" \
+  "deadline-write-piece=DURATION   Beside a dependent reader, writes go to the device\n" \
+  "                                in pieces of this much device time (default\n" \
+  "                                2ms, 0 = whole units).\n" \
   "deadline-read-slice=DURATION    Beside a dependent reader, turns of the device:\n" \
   "                                this long for reads (default 0 = off) ...\n" \
   "deadline-write-slice=DURATION   ... and this long for writes (default 40ms).\n" \

@@ -68,7 +68,10 @@
 # slow disk's per configuration.  Env: FILTER, SLOWDISK (the .so
 # files), SLOWDISK_ARGS ("size=4G rate=20M": tests/vm/README says why),
 # VM_CACHE (the kernel/initramfs cache, /var/cache/nbd-deadline-vm),
-# QEMU_ACCEL (tcg), VM_MEM (1024).  Needs root, /dev/fuse, loop devices,
+# QEMU_ACCEL (tcg), VM_MEM (1024), VM_TRACE=1 (the guest splits each
+# read of the flood cat at nbd0 into driver queue / round trip through
+# socket, qemu and server / reply data, in ms: read_send_server_recv_ms
+# in the run lines).  Needs root, /dev/fuse, loop devices,
 # qemu-system-x86_64; exit 77 when qemu or the guest kernel cannot be
 # had.  1 to 3 minutes a configuration and flood.
 set -euo pipefail
@@ -170,7 +173,7 @@ trap 'exit 130' INT TERM
 vm_run ()
 {
     local tag=$1 flood=$2 queue=$3 line limit deadline_s
-    vm_boot "$tmp/$tag.qemu.log" "amiw.flood=$flood amiw.mb=$FLOOD_MB amiw.warm=$WARM amiw.timeout=$CAT_TIMEOUT amiw.queue=$queue"
+    vm_boot "$tmp/$tag.qemu.log" "amiw.flood=$flood amiw.mb=$FLOOD_MB amiw.warm=$WARM amiw.timeout=$CAT_TIMEOUT amiw.queue=$queue amiw.trace=${VM_TRACE:-0}"
     # boot, two cats, warm-up, md5 check, with room to spare
     limit=$(( $(date +%s) + 120 + 2 * CAT_TIMEOUT + WARM ))
     while :; do

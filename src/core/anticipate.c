@@ -395,3 +395,15 @@ antic_timer (const struct dl_sched *s, uint64_t now)
     return s->antic.until;
   return 0;
 }
+
+/* Is this read's reader one that waits for each read and whose reads
+ * land near each other (ahead.c: worth reading ahead of)?
+ */
+bool
+antic_reader_near (const struct dl_sched *s, const struct dl_req *u)
+{
+  const struct dl_stream *st = reader_slot ((struct dl_sched *) s, u->reader);
+
+  return st != NULL && st->dependent >= ANTIC_LEARN &&
+    waits_for_each_read (st) && st->seek <= ANTIC_NEAR;
+}

@@ -122,7 +122,9 @@ devtime_done (struct dl_sched *s, struct dl_req *u, uint64_t now)
   if ((u->op != DL_OP_READ && u->op != DL_OP_WRITE) || u->unit_length == 0 ||
       u->piece_length != 0 || now < start)
     return;
-  fit_add (&s->dev.fit[u->dir], u->seeked, u->unit_length, now - start);
+  /* A read ahead (ahead.c) was one transfer with the unit. */
+  fit_add (&s->dev.fit[u->dir], u->seeked,
+           u->unit_length + (u->dir == DL_READ ? u->ra_length : 0), now - start);
   publish (s, u->dir);
 }
 
@@ -151,4 +153,17 @@ devtime_bytes_in (const struct dl_sched *s, enum dl_dir d, uint64_t ns)
   if (f->n < MIN_SAMPLES || !(f->ns_per_byte > 0))
     return 0;
   return saturate ((double) ns / f->ns_per_byte);
+}
+
+/* What a seek adds to a unit's time, by what has been learned (0 while
+ * nothing has).
+ */
+uint64_t
+devtime_access (const struct dl_sched *s, enum dl_dir d)
+{
+  const struct dl_fit *f = &s->dev.fit[d];
+
+  if (f->n < MIN_SAMPLES)
+    return 0;
+  return saturate (f->access_ns);
 }

@@ -31,6 +31,10 @@
  *   cost.c    what a unit costs its batch: seek_cost, size_cost
  *   devtime.c beyond the seed: what the device takes for a unit, learned
  *             from completions (access time and transfer rate)
+ *   ahead.c   beyond the seed: how far to read ahead of a dependent
+ *             reader (ra_length), in device time
+ *   piece.c   beyond the seed: beside a dependent reader, a write unit
+ *             goes to the device in pieces of device time (piece_length)
  *   select.c  which unit goes next: batches, fifo_batch, writes_starved,
  *             expiries, read preemption of write batches, one write at
  *             a time beside a dependent reader; and the noop/elevator
@@ -91,7 +95,8 @@ enum dl_policy {
  *   doc      what it is, for the reader of this list
  *
  * Beyond the seed: anticipate, preempt, preempt_min, size_cost,
- * seed_batches, write_piece, read_slice and write_slice, and write_expire and
+ * seed_batches, readahead, write_piece, read_slice and write_slice, and
+ * write_expire and
  * max_merge's defaults; profile seed (tunable.c) sets them all as the
  * seed.
  */
@@ -127,6 +132,10 @@ enum dl_policy {
   X (max_merge, "max_merge", SIZE, 256 << 10,                             \
      0, DL_MAX_MERGE, "must be at most 64M (0 = no merging)",             \
      "bytes per merged unit (why 256 KiB: merge.c); 0 = no merging")      \
+  X (readahead, "readahead", SIZE, 256 << 10,                             \
+     0, 1 << 20, "must be at most 1M (0 = off)",                          \
+     "most bytes read ahead of a dependent reader, who is read ahead what " \
+     "the device transfers in one access (ahead.c); 0 = off")             \
   X (anticipate_ns, "anticipate", DURATION, 20 * DL_MS,                   \
      0, DL_SEC, "must be at most 1s (0 = off)",                           \
      "longest idle wait for a dependent reader, a ceiling (anticipate.c); " \
@@ -206,6 +215,8 @@ struct dl_tunables {
   X (antic_waits, "antic_waits_total", "read batches kept open for a reader") \
   X (antic_hits, "antic_hits_total", "... whose next read came in time")  \
   X (antic_misses, "antic_misses_total", "... that timed out")            \
+  X (read_ahead, "read_ahead_total",                                      \
+     "read units the caller was asked to extend by readahead (ahead.c)")  \
   X (write_pieced, "write_pieced_total",                                  \
      "write units sent to the device in pieces (piece.c)")                \
   X2 (slices, "read_slices_total", "write_slices_total",                  \
@@ -256,6 +267,10 @@ struct dl_req {
   uint64_t unit_length;
   uint64_t arrival_ns;          /* when dl_insert() saw it */
   uint32_t nr_members;          /* on a unit head: 1 + merged requests */
+  uint64_t ra_length;           /* on a dispatched read unit: read this
+                                   many bytes more after it if you can
+                                   (ahead.c), and set it to what was
+                                   read (0: none) before dl_complete */
   uint64_t piece_length;        /* on a dispatched write unit: issue it in
                                    pieces of at most this many bytes, one
                                    after the other (0: whole; piece.c) */

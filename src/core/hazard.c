@@ -89,6 +89,25 @@ hazard_blocked (struct dl_sched *s, struct dl_req *u)
     (u->dir == DL_WRITE && sortq_overlaps (s, DL_READ, lo, hi, holds, u));
 }
 
+static bool
+is_write (struct dl_req *v, void *arg)
+{
+  (void) arg;
+  return v->dir == DL_WRITE;
+}
+
+/* Does a write not yet completed (queued, held or dispatched) touch
+ * [lo, hi)?  (ahead.c: nothing is read ahead over one.)
+ */
+bool
+hazard_write_overlaps (struct dl_sched *s, uint64_t lo, uint64_t hi)
+{
+  if (lo >= hi)
+    return false;
+  return busy_overlaps_at (RB_ROOT (&s->busy), lo, hi, is_write, NULL) ||
+    sortq_overlaps (s, DL_WRITE, lo, hi, is_write, NULL);
+}
+
 /* dl_sched_check: the busy tree holds only held, batched and dispatched
  * units, as many held and batched ones as counted, and no more
  * dispatched ones than are in flight; the held list only held units.

@@ -14,7 +14,11 @@
  * So while such a reader is about, a write unit goes to the device in
  * pieces of at most write_piece of device time, at the rate learned
  * for writes (devtime.c), one after the other: a read sent meanwhile
- * waits for the piece in progress, not for the unit.  The unit is
+ * waits for the piece in progress, not for the unit.  But each read
+ * served between two pieces costs the writes a seek back, so a piece
+ * is never shorter than twice the device's learned access time: on a
+ * disk whose seeks cost as much as a whole unit's transfer, units go
+ * whole (pieces there only multiplied the seeks, and both sides lost).  The unit is
  * still one unit to every rule here (its place, its cost, its slot at
  * the device); only the caller's issuing changes, through
  * piece_length.  Without such a reader, before the rate is known,
@@ -41,7 +45,7 @@ reader_about (const struct dl_sched *s, uint64_t now)
 void
 piece_set (struct dl_sched *s, struct dl_req *u, uint64_t now)
 {
-  uint64_t bytes;
+  uint64_t bytes, budget;
 
   u->piece_length = 0;
   /* Time slices (slice.c) keep reads off the device during a write
@@ -51,7 +55,10 @@ piece_set (struct dl_sched *s, struct dl_req *u, uint64_t now)
       s->t.read_slice_ns != 0 || s->t.policy != DL_POLICY_DEADLINE ||
       !reader_about (s, now))
     return;
-  bytes = devtime_bytes_in (s, DL_WRITE, s->t.write_piece_ns);
+  budget = s->t.write_piece_ns;
+  if (budget < 2 * devtime_access (s, DL_WRITE))
+    budget = 2 * devtime_access (s, DL_WRITE);
+  bytes = devtime_bytes_in (s, DL_WRITE, budget);
   if (bytes == 0)
     return;                     /* not learned yet */
   bytes -= bytes % PIECE_ALIGN;

@@ -217,6 +217,7 @@ typedef bool dl_visit_fn (struct dl_req *v, void *arg);
  *   merge.c             merging into a queued unit (or queueing it)
  *   hazard.c            holding overlapping requests back; releasing them
  *   anticipate.c        learning dependent readers; waiting for them
+ *   ahead.c             readahead for a dependent reader
  *   slice.c             time slices beside a dependent reader
  *   select.c            the choice of the next unit
  *   sched.c             the public API (dl-sched.h)
@@ -267,6 +268,7 @@ uint64_t devtime_estimate (const struct dl_sched *s, enum dl_dir d,
                            uint64_t bytes, bool seek);
 uint64_t devtime_bytes_in (const struct dl_sched *s, enum dl_dir d,
                            uint64_t ns);
+uint64_t devtime_access (const struct dl_sched *s, enum dl_dir d);
 
 /* piece.c */
 void piece_set (struct dl_sched *s, struct dl_req *u, uint64_t now);
@@ -283,6 +285,7 @@ bool hazard_blocked (struct dl_sched *s, struct dl_req *u);
 void hazard_hold (struct dl_sched *s, struct dl_req *u);
 void hazard_release (struct dl_sched *s, struct dl_req *done);
 void hazard_check (struct dl_sched *s);
+bool hazard_write_overlaps (struct dl_sched *s, uint64_t lo, uint64_t hi);
 
 /* anticipate.c */
 void antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now);
@@ -295,6 +298,10 @@ uint64_t antic_timer (const struct dl_sched *s, uint64_t now);
 bool antic_reader_recent (const struct dl_sched *s, uint64_t now,
                           uint64_t window);
 bool antic_expecting (const struct dl_sched *s, uint64_t now);
+bool antic_reader_near (const struct dl_sched *s, const struct dl_req *u);
+
+/* ahead.c */
+void ahead_set (struct dl_sched *s, struct dl_req *u);
 
 /* slice.c */
 int slice_direction (struct dl_sched *s, uint64_t now);

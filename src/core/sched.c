@@ -163,8 +163,10 @@ dl_dispatch (struct dl_sched *s, uint64_t now_ns)
       hazard_busy_add (s, u);   /* it still holds overlapping requests */
     }
     cost_account (s, u);
-    if (u->dir == DL_READ)
+    if (u->dir == DL_READ) {
       antic_read_dispatched (s, u);
+      ahead_set (s, u);
+    }
     s->st.dispatched[u->dir]++;
     s->st.dispatched_bytes[u->dir] += u->unit_length;
   }

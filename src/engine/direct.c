@@ -79,6 +79,8 @@ struct xfer {
   uint64_t zcur, zend;
   uint64_t cstart, cend;        /* exact range of the current write */
   uint64_t piece;               /* a write in pieces of this (0: whole) */
+  struct ra_token ra;           /* a read's extent read ahead, to fill */
+  uint64_t ra_lo;
   uint32_t asked;               /* length of the last read or write sent */
   struct xfer *next_free;
 };
@@ -222,6 +224,10 @@ finish (struct xfer *x)
   struct dl_req *unit = x->unit;
   int result = x->result;
 
+  if (x->ra.idx >= 0) {         /* not filled: the read failed */
+    racache_fill (&e->ra, x->ra, NULL, 0);
+    unit->ra_length = 0;
+  }
   buf_release (x);
   x->next_free = e->xfer_free;
   e->xfer_free = x;
@@ -424,6 +430,30 @@ start_zero_write (struct xfer *x, uint64_t off, uint64_t len)
   zero_step (x);
 }
 
+/* How much to read after the unit for the readahead cache: what the
+ * core asked (ahead.c) within the backing, if the cache takes it.  The
+ * unit says what was read (ra_length) when it completes.
+ */
+static uint64_t
+ahead (struct xfer *x, struct dl_req *unit)
+{
+  struct engine *e = x->e;
+  uint64_t lo = unit->unit_offset + unit->unit_length, hi = lo + unit->ra_length;
+  char *unused;
+
+  if (hi > e->size)
+    hi = e->size;
+  if (unit->ra_length != 0 && hi > lo)
+    x->ra = racache_reserve (&e->ra, lo, hi, &unused);
+  if (x->ra.idx < 0) {
+    unit->ra_length = 0;
+    return 0;
+  }
+  unit->ra_length = hi - lo;
+  x->ra_lo = lo;
+  return hi - lo;
+}
+
 static void
 start_read (struct xfer *x, uint64_t off, uint64_t len)
 {
@@ -491,6 +521,7 @@ direct_issue (struct engine *e, struct dl_req *unit)
     return;
   }
   x->unit = unit;
+  x->ra.idx = -1;
   x->fd = e->b.fd;
   x->fsync_after = (unit->flags & DL_F_FUA) != 0;
   x->piece = unit->op == DL_OP_WRITE && unit->piece_length != 0
@@ -502,7 +533,7 @@ direct_issue (struct engine *e, struct dl_req *unit)
   }
 
   switch (unit->op) {
-  case DL_OP_READ:  start_read (x, off, len); break;
+  case DL_OP_READ:  start_read (x, off, len + ahead (x, unit)); break;
   case DL_OP_WRITE: start_write (x, off, len); break;
   case DL_OP_ZERO:  started = start_zero (x, off, len); break;
   case DL_OP_TRIM:  started = start_trim (x, off, len); break;
@@ -546,6 +577,10 @@ read_done (struct xfer *x, int res)
     memset (x->buf + x->done, 0, x->hi - x->lo - x->done);
   DL_FOREACH_MEMBER (m, x->unit, tmp)
     memcpy (req_of (m)->buf, x->buf + (m->offset - x->lo), m->length);
+  if (x->ra.idx >= 0) {
+    racache_fill (&e->ra, x->ra, x->buf + (x->ra_lo - x->lo), x->unit->ra_length);
+    x->ra.idx = -1;
+  }
   return false;
 }
 

@@ -116,6 +116,7 @@ engine_alloc (const struct engine_params *p)
   pthread_cond_init (&e->wb_cond, NULL);
   pthread_mutex_init (&e->wq_lock, NULL);
   pthread_cond_init (&e->wq_cond, NULL);
+  racache_init (&e->ra);
   return e;
 }
 
@@ -406,6 +407,8 @@ insert_arrivals (struct engine *e, struct engine_req *in, bool stopping)
       continue;
     }
     dl_insert (e->sched, &r->dl, now);
+    if (modifies (r->op))
+      racache_taken (&e->ra); /* the core holds it: ahead.c sees it */
   }
 }
 
@@ -552,6 +555,9 @@ engine_submit (struct engine *e, struct engine_req *r)
 {
   int rc, wb_err = 0;
 
+  /* Read ahead already (ahead.c, racache.c): no scheduler, no device. */
+  if (r->op == DL_OP_READ && racache_lookup (&e->ra, r->buf, r->offset, r->length))
+    return 0;
   if (wb_applies (e, r)) {
     rc = wb_submit (e, r);
     if (rc != 0)
@@ -632,6 +638,7 @@ engine_free (struct engine *e)
   if (e->sched)
     dl_sched_free (e->sched);
   backing_close (&e->b);
+  racache_destroy (&e->ra);
   pthread_mutex_destroy (&e->lock);
   pthread_mutex_destroy (&e->stats_lock);
   pthread_mutex_destroy (&e->wb_lock);
@@ -648,6 +655,11 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   *st = e->st;
   pthread_mutex_unlock (&e->stats_lock);
   st->submitted = __atomic_load_n (&e->submitted, __ATOMIC_RELAXED);
+  pthread_mutex_lock (&e->ra.lock);
+  st->ra_hits = e->ra.hits;
+  st->ra_fills = e->ra.fills;
+  st->ra_dropped = e->ra.dropped;
+  pthread_mutex_unlock (&e->ra.lock);
   pthread_mutex_lock (&e->wb_lock);
   st->wb_answered = e->wb_answered;
   st->wb_bytes_max = e->wb_bytes_max;
@@ -688,7 +700,9 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 " seeks=%" PRIu64 " hazard_holds=%" PRIu64
                 " preemptions=%" PRIu64 " write_holds=%" PRIu64
                 " antic=%" PRIu64 "/%" PRIu64 "/%" PRIu64
-                " pieced=%" PRIu64 " slices=%" PRIu64 "/%" PRIu64
+                " pieced=%" PRIu64
+                " ahead=%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64
+                " slices=%" PRIu64 "/%" PRIu64
                 " device_rate=%" PRIu64 "/%" PRIu64
                 " device_access_ns=%" PRIu64 "/%" PRIu64
                 " rmw=%" PRIu64
@@ -706,6 +720,7 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 st->sched.hazard_holds, st->sched.preemptions,
                 st->sched.write_holds, st->sched.antic_waits, st->sched.antic_hits,
                 st->sched.antic_misses, st->sched.write_pieced,
+                st->sched.read_ahead, st->ra_fills, st->ra_hits, st->ra_dropped,
                 st->sched.slices[DL_READ], st->sched.slices[DL_WRITE],
                 st->sched.device_rate[DL_READ], st->sched.device_rate[DL_WRITE],
                 st->sched.device_access_ns[DL_READ],

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "dl-sched.h"
+#include "racache.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,6 +38,10 @@ enum engine_dispatch { ENGINE_DIRECT = 0, ENGINE_NEXT };
 #define ENGINE_F_FUA        DL_F_FUA
 #define ENGINE_F_MAY_TRIM   DL_F_MAY_TRIM
 #define ENGINE_F_FAST_ZERO  (1u << 8)   /* NEXT only: fail rather than write */
+#define ENGINE_F_AHEAD      (1u << 9)   /* NEXT only: the engine's own read
+                                           ahead: read only what lies within
+                                           the export, and set r->length to
+                                           that */
 
 struct engine_req;
 struct engine_stats;
@@ -100,6 +105,8 @@ struct engine_req {
   struct dl_req dl;
   struct engine_req *inbox_next;
   uint64_t t_submit, t_insert, t_dispatch;
+  struct ra_token ra;           /* NEXT: a unit head's extent to read ahead */
+  char *ra_buf;
   int result;
   int done;                     /* engine_submit: futex word, 1 when done */
 };
@@ -161,6 +168,11 @@ void engine_get_tunables (struct engine *e, struct dl_tunables *t);
   X (rmw, "rmw_total", "writes that needed a read of edge blocks")       \
   X (short_io, "short_io_total", "resubmissions after a short read/write") \
   X (zero_fallback, "zero_fallback_total", "zero done by writing zeroes") \
+  X (ra_hits, "readahead_hits_total",                                    \
+     "reads answered from data read ahead (racache.c)")                  \
+  X (ra_fills, "readahead_fills_total", "extents read ahead and kept")   \
+  X (ra_dropped, "readahead_dropped_total",                              \
+     "... dropped unread because a write overlapped them")               \
   /* end of ENGINE_STATS_IO */
 
 #define ENGINE_STATS_PEAKS(X)                                            \

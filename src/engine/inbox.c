@@ -36,6 +36,11 @@ inbox_put (struct engine *e, struct engine_req *r,
   r->result = 0;
   r->done = 0;
 
+  /* Before it is queued: no read after this one may be answered with
+   * what was read ahead of it.
+   */
+  if (modifies (r->op))
+    racache_modified (&e->ra, r->offset, r->offset + r->length);
   __atomic_add_fetch (&e->outstanding, 1, __ATOMIC_RELAXED);
   pthread_mutex_lock (&e->lock);
   if (!e->started || e->stopping) {

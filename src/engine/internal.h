@@ -6,6 +6,7 @@
  * through a callback it is given (tests/test-layers.sh checks this):
  *
  *   backing.c, bufpool.c  the backing's descriptors; aligned buffers
+ *   racache.c             the extents read ahead (its own lock)
  *   inbox.c               requests handed between threads and the loop
  *   direct.c, nextpool.c  the two dispatchers (struct dispatcher):
  *                         io_uring on the O_DIRECT backing, or the
@@ -32,6 +33,15 @@
 struct xfer;
 struct wb_write;
 struct engine;
+
+/* Does a request of this kind change the data (the readahead cache
+ * drops what it overlaps)?
+ */
+static inline bool
+modifies (enum dl_op op)
+{
+  return op == DL_OP_WRITE || op == DL_OP_TRIM || op == DL_OP_ZERO;
+}
 
 /* How a dispatcher reports that a unit has finished, on the loop
  * thread.  result is applied to every member; with per_member, each
@@ -116,6 +126,9 @@ struct engine {
   uint64_t wb_error_seq;        /* the first answered write that failed */
   int wb_error;                 /* its error: every flush from then on fails */
   bool wb_closed;
+
+  /* racache.c: what was read ahead, for reads to come. */
+  struct racache ra;
 
   /* Statistics, under stats_lock (updated by the loop thread). */
   pthread_mutex_t stats_lock;

@@ -41,6 +41,26 @@ perform_member (struct engine *e, struct engine_req *r, uint64_t piece)
   return res;
 }
 
+/* The core's readahead (ahead.c) for this unit, reserved when it was
+ * issued: read into the cache's extent, within the export; the unit
+ * says what was read (ra_length).
+ */
+static void
+read_ahead (struct engine *e, struct engine_req *head)
+{
+  struct engine_req p = *head;
+  bool ok;
+
+  p.op = DL_OP_READ;
+  p.offset = head->dl.unit_offset + head->dl.unit_length;
+  p.length = (uint32_t) head->dl.ra_length;
+  p.flags = ENGINE_F_AHEAD;
+  p.buf = head->ra_buf;
+  ok = head->dl.ra_length != 0 && e->p.perform (e->p.perform_opaque, &p) == 0;
+  head->dl.ra_length = ok ? p.length : 0;
+  racache_fill (&e->ra, head->ra, NULL, head->dl.ra_length);
+}
+
 static void *
 worker (void *arg)
 {
@@ -67,6 +87,8 @@ worker (void *arg)
       struct engine_req *r = req_of (m);
       r->result = perform_member (e, r, head->dl.piece_length);
     }
+    if (head->ra.idx >= 0)
+      read_ahead (e, head);
 
     inbox_done (e, head);
   }
@@ -124,7 +146,16 @@ static void
 nextpool_issue (struct engine *e, struct dl_req *unit)
 {
   struct engine_req *head = req_of (unit);
+  uint64_t lo = unit->unit_offset + unit->unit_length;
 
+  /* Reserved here, on the loop thread, right after the core chose it
+   * (racache.h says why).
+   */
+  head->ra.idx = -1;
+  if (unit->ra_length != 0)
+    head->ra = racache_reserve (&e->ra, lo, lo + unit->ra_length, &head->ra_buf);
+  if (head->ra.idx < 0)
+    unit->ra_length = 0;
   head->inbox_next = NULL;
   pthread_mutex_lock (&e->wq_lock);
   if (e->wq_tail)

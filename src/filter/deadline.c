@@ -161,6 +161,9 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-size-cost=BOOL         A unit costs 1 more per further 128k (default on).\n" \
   "deadline-seed-batches=BOOL      Batches chosen whole, from the list head, as the\n" \
   "                                seed (default off).\n" \
+  "deadline-readahead=SIZE         Most bytes read ahead of a dependent reader into\n" \
+  "                                a small cache, who gets what the device\n" \
+  "                                transfers in one seek (default 256k, 0 = off).\n" \
   "deadline-write-piece=DURATION   Beside a dependent reader, writes go to the device\n" \
   "                                in pieces of this much device time (default\n" \
   "                                2ms, 0 = whole units).\n" \
@@ -411,6 +414,19 @@ perform_next (void *opaque, struct engine_req *r)
   if (r->flags & ENGINE_F_FAST_ZERO) f |= NBDKIT_FLAG_FAST_ZERO;
   switch (r->op) {
   case DL_OP_READ:
+    if (r->flags & ENGINE_F_AHEAD) {
+      /* The engine's readahead may reach past the end of the export. */
+      int64_t size = next->get_size (next);
+
+      if (size == -1)
+        return -EIO;
+      if (r->offset >= (uint64_t) size)
+        r->length = 0;
+      else if (r->length > (uint64_t) size - r->offset)
+        r->length = (uint32_t) (size - r->offset);
+      if (r->length == 0)
+        return 0;
+    }
     rc = next->pread (next, r->buf, r->length, r->offset, 0, &err);
     break;
   case DL_OP_WRITE:

@@ -89,7 +89,7 @@ main (void)
   struct dl_tunables t;
   struct dl_sched *s;
   struct dl_stats st;
-  uint64_t rate;
+  uint64_t rate, piece;
 
   dl_tunables_default (&t);
   t.anticipate_ns = 0;          /* the rule alone */
@@ -135,6 +135,28 @@ main (void)
   CHECK_EQ (one_write (s, UNIT, UNIT_NS), 16 * KiB);
   finish (s);
   t.write_piece_ns = 2 * MS;
+
+  /* A disk whose seeks cost 8 ms: a piece is at least two of them
+   * (16 ms, 419 KiB at this rate), so a 256 KiB unit goes whole, and a
+   * 1 MiB one in pieces of 16 ms.  Writes far apart, of several sizes,
+   * teach the access time.
+   */
+  s = mksched (&t, 1);
+  {
+    int i;
+    for (i = 0; i < 12; i++) {
+      woff += (64ULL << 20) + (uint64_t) (i % 3) * 4096;
+      CHECK_EQ (one_write (s, (uint64_t) (1 + i % 4) * 64 * KiB,
+                           8 * MS + (uint64_t) (1 + i % 4) * UNIT_NS / 4), 0);
+    }
+  }
+  CHECK (stats (s).device_access_ns[DL_WRITE] > 7 * MS);
+  cat_reads (s);
+  woff += 64ULL << 20;          /* (a seek: 8 ms more, as above) */
+  CHECK_EQ (one_write (s, UNIT, 8 * MS + UNIT_NS), 0);
+  piece = one_write (s, 1024 * KiB, 4 * UNIT_NS);
+  CHECK (piece >= 400 * KiB && piece <= 424 * KiB);    /* about 419430 */
+  finish (s);
 
   /* Before the rate is known: whole units, reader or not. */
   s = mksched (&t, 1);

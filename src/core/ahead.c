@@ -11,12 +11,14 @@
  * ra_length bytes more after it, into a small cache that answers later
  * reads without the device (src/engine/racache.c).
  *
- * How much: what the device transfers in the time of one access
- * (devtime.c), within readahead.  If the reader's next read lands in
- * it, a seek is saved; if not, at most a seek's worth of time is lost.
- * So a disk bound by its seeks reads well ahead, and one bound by its
- * transfer rate, whose "seek" is short, hardly at all (below 16 KiB,
- * nothing).  Nothing is read ahead over a write that has not completed
+ * How much: what the device transfers in the time of two accesses
+ * (devtime.c), within readahead.  Beside writes, a read that misses
+ * costs two seeks (to it, and back to the writes); if the reader's next
+ * read lands in what was read ahead, both are saved, and if not, two
+ * seeks' worth of time is lost.  So a disk bound by its seeks reads
+ * well ahead, and one bound by its transfer rate, whose "seek" is
+ * short, hardly at all (below 16 KiB, nothing).  (One access's worth
+ * and four were tried: bench/results/README, section H.)  Nothing is read ahead over a write that has not completed
  * (queued, held or at the device): the cache must never hold data older
  * than a write the client has sent.  The caller drops cached data that
  * a later write overlaps.
@@ -36,7 +38,7 @@ ahead_set (struct dl_sched *s, struct dl_req *u)
   u->ra_length = 0;
   if (u->op != DL_OP_READ || s->t.readahead == 0 || !antic_reader_near (s, u))
     return;
-  bytes = devtime_bytes_in (s, DL_READ, devtime_access (s, DL_READ));
+  bytes = devtime_bytes_in (s, DL_READ, 2 * devtime_access (s, DL_READ));
   if (bytes > s->t.readahead)
     bytes = s->t.readahead;
   bytes -= bytes % AHEAD_ALIGN;

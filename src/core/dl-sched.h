@@ -135,7 +135,7 @@ enum dl_policy {
   X (readahead, "readahead", SIZE, 256 << 10,                             \
      0, 1 << 20, "must be at most 1M (0 = off)",                          \
      "most bytes read ahead of a dependent reader, who is read ahead what " \
-     "the device transfers in one access (ahead.c); 0 = off")             \
+     "the device transfers in two accesses (ahead.c); 0 = off")           \
   X (anticipate_ns, "anticipate", DURATION, 20 * DL_MS,                   \
      0, DL_SEC, "must be at most 1s (0 = off)",                           \
      "longest idle wait for a dependent reader, a ceiling (anticipate.c); " \

@@ -163,7 +163,7 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "                                seed (default off).\n" \
   "deadline-readahead=SIZE         Most bytes read ahead of a dependent reader into\n" \
   "                                a small cache, who gets what the device\n" \
-  "                                transfers in one seek (default 256k, 0 = off).\n" \
+  "                                transfers in two seeks (default 256k, 0 = off).\n" \
   "deadline-write-piece=DURATION   Beside a dependent reader, writes go to the device\n" \
   "                                in pieces of this much device time (default\n" \
   "                                2ms, 0 = whole units).\n" \

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Rule (beyond the seed: ahead.c): a read of a reader that waits for
  * each read, whose reads land near each other, asks the caller to read
- * ahead (ra_length) what the device transfers in the time of one access
- * (learned: devtime.c), within readahead, in 4 KiB multiples and not
+ * ahead (ra_length) what the device transfers in the time of two
+ * accesses (learned: devtime.c), within readahead, in 4 KiB multiples and not
  * below 16 KiB; never over a write not yet completed; never for a
  * reader that keeps several reads in flight, nor with readahead 0 or in
  * profile seed.  devtime learns from the unit and what was read ahead
@@ -11,7 +11,7 @@
 #include "testlib.h"
 
 /* The device: a seek costs 8 ms, and it transfers 1 MiB in 50 ms
- * (about 21 MB/s): one access is worth about 167 KiB.
+ * (about 21 MB/s): two accesses are worth about 335 KiB.
  */
 #define ACCESS_NS (8 * MS)
 #define NS_PER_KIB (50 * MS / 1024)
@@ -74,15 +74,22 @@ main (int argc, char **argv)
   t.anticipate_ns = 0;          /* the rule alone */
   CHECK_EQ (t.readahead, 256 * KiB);
 
-  /* Learned: a seek's worth of transfer, 167 KiB, as 164 KiB. */
+  /* Learned: two seeks' worth of transfer, 335 KiB, in 4 KiB multiples
+   * (readahead raised to 1 MiB out of its way) ...
+   */
+  t.readahead = 1024 * KiB;
   s = mksched (&t, 1);
   learn (s);
   CHECK (stats (s).device_access_ns[DL_READ] > 7 * MS &&
          stats (s).device_access_ns[DL_READ] < 9 * MS);
   ra = cat_read (s, 4 * KiB, 4 * KiB);
-  CHECK (ra >= 156 * KiB && ra <= 172 * KiB);
+  CHECK (ra >= 320 * KiB && ra <= 344 * KiB);
   CHECK_EQ (ra % (4 * KiB), 0);
   CHECK (stats (s).read_ahead > 0);
+  /* ... and by default within 256 KiB. */
+  t.readahead = 256 * KiB;
+  REQUIRE (dl_sched_set_tunables (s, &t, NULL, 0) == 0);
+  CHECK_EQ (cat_read (s, 4 * KiB, 4 * KiB), 256 * KiB);
   /* Within readahead. */
   t.readahead = 64 * KiB;
   REQUIRE (dl_sched_set_tunables (s, &t, NULL, 0) == 0);
@@ -94,7 +101,7 @@ main (int argc, char **argv)
   t.readahead = 256 * KiB;
   REQUIRE (dl_sched_set_tunables (s, &t, NULL, 0) == 0);
 
-  /* Not over a write queued just after the read. */
+  /* Not over a write queued just after the read (64 KiB on). */
   w = ins (s, DL_OP_WRITE, roff + 4 * KiB + 64 * KiB, 4 * KiB);
   CHECK_EQ (cat_read (s, 4 * KiB, 0), 0);
   /* ... nor over it at the device (cat_read inserts after the write
@@ -106,10 +113,10 @@ main (int argc, char **argv)
   CHECK_EQ (cat_read (s, 4 * KiB, 0), 0);
   dl_complete (s, u, now);
   /* Once it has completed, again. */
-  CHECK (cat_read (s, 4 * KiB, 0) >= 156 * KiB);
+  CHECK_EQ (cat_read (s, 4 * KiB, 0), 256 * KiB);
   /* A write far away does not matter. */
   ins (s, DL_OP_WRITE, 0, 4 * KiB);
-  CHECK (cat_read (s, 4 * KiB, 0) >= 156 * KiB);
+  CHECK_EQ (cat_read (s, 4 * KiB, 0), 256 * KiB);
   finish (s);
 
   /* Before anything is learned: nothing. */

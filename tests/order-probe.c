@@ -43,6 +43,7 @@
 
 #include <libnbd.h>
 
+#include "aio-pump.h"
 #include "ctl-stat.h"
 
 static int writes_done, read_done, writes_before_read = -1, failures;
@@ -74,28 +75,6 @@ on_read (void *ud, int *error)
   read_done = 1;
   writes_before_read = writes_done;
   return 1;
-}
-
-static void
-pump (struct nbd_handle **h, int n, int timeout_ms)
-{
-  struct pollfd pfd[2];
-  int i;
-
-  for (i = 0; i < n; ++i) {
-    unsigned dir = nbd_aio_get_direction (h[i]);
-    pfd[i].fd = nbd_aio_get_fd (h[i]);
-    pfd[i].events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
-                    ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
-  }
-  if (poll (pfd, n, timeout_ms) < 0)
-    return;
-  for (i = 0; i < n; ++i) {
-    if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
-      nbd_aio_notify_read (h[i]);
-    else if (pfd[i].revents & POLLOUT)
-      nbd_aio_notify_write (h[i]);
-  }
 }
 
 static int
@@ -161,7 +140,7 @@ sequence (struct nbd_handle **h, const char *ctl, char *seq, uint64_t gap)
         fprintf (stderr, "order-probe: %s did not reach the filter in 20 s\n", tok);
         return EXIT_FAILURE;
       }
-      pump (h, 2, 1);
+      aio_pump (h, 2, 1);
     }
   }
   /* Only if the first request still held the device when the last one
@@ -176,7 +155,7 @@ sequence (struct nbd_handle **h, const char *ctl, char *seq, uint64_t gap)
   }
   t0 = now_us ();
   while (nanswered < n) {
-    pump (h, 2, 100);
+    aio_pump (h, 2, 100);
     if (now_us () - t0 > 60000000) {
       fprintf (stderr, "order-probe: timed out (%d of %d answered)\n", nanswered, n);
       return EXIT_FAILURE;
@@ -245,7 +224,7 @@ main (int argc, char *argv[])
   }
   t0 = now_us ();
   while (now_us () - t0 < (uint64_t) wait_ms * 1000)
-    pump (h, 2, 5);
+    aio_pump (h, 2, 5);
   /* With the control socket, the read goes only once every write is in
    * the filter (a sanitizer build can take longer than MS to pass them
    * through nbdkit's threads; a read ahead of them proves nothing). */
@@ -254,7 +233,7 @@ main (int argc, char *argv[])
       fprintf (stderr, "order-probe: the writes did not all reach the filter in 30 s\n");
       return EXIT_FAILURE;
     }
-    pump (h, 2, 5);
+    aio_pump (h, 2, 5);
   }
   if (writes_done >= nwrites / 2) {
     fprintf (stderr, "order-probe: %d writes already done: the layer below is not slow enough\n",
@@ -271,7 +250,7 @@ main (int argc, char *argv[])
     }
   }
   while (writes_done < nwrites || !read_done) {
-    pump (h, 2, 100);
+    aio_pump (h, 2, 100);
     if (read_done && tread == 0)
       tread = now_us () - tr;
     if (now_us () - t0 > 60000000) {

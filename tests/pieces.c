@@ -27,6 +27,8 @@
 
 #include <libnbd.h>
 
+#include "aio-pump.h"
+
 #define WSIZE (256 * 1024)
 #define SLOTS 128               /* 32 MiB of writes */
 #define WDEPTH 4
@@ -87,28 +89,6 @@ on_read (void *ud, int *error)
   }
   reads_out = 0;
   return 1;
-}
-
-static void
-pump (struct nbd_handle **h, int timeout_ms)
-{
-  struct pollfd pfd[2];
-  int i;
-
-  for (i = 0; i < 2; ++i) {
-    unsigned dir = nbd_aio_get_direction (h[i]);
-    pfd[i].fd = nbd_aio_get_fd (h[i]);
-    pfd[i].events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
-                    ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
-  }
-  if (poll (pfd, 2, timeout_ms) < 0)
-    return;
-  for (i = 0; i < 2; ++i) {
-    if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
-      nbd_aio_notify_read (h[i]);
-    else if (pfd[i].revents & POLLOUT)
-      nbd_aio_notify_write (h[i]);
-  }
 }
 
 static int
@@ -212,7 +192,7 @@ main (int argc, char *argv[])
       reads++;
     }
     if (busy)
-      pump (h, 100);
+      aio_pump (h, 2, 100);
   } while (busy);
 
   bad = verify (h[0]);

@@ -225,7 +225,7 @@ finish (struct xfer *x)
   int result = x->result;
 
   if (x->ra.idx >= 0) {         /* not filled: the read failed */
-    racache_fill (&e->ra, x->ra, NULL, 0);
+    racache_fill (&e->ra, x->ra, NULL, 0, 0);
     unit->ra_length = 0;
   }
   buf_release (x);
@@ -444,7 +444,7 @@ ahead (struct xfer *x, struct dl_req *unit)
   if (hi > e->size)
     hi = e->size;
   if (unit->ra_length != 0 && hi > lo)
-    x->ra = racache_reserve (&e->ra, lo, hi, &unused);
+    x->ra = racache_reserve (&e->ra, req_of (unit)->export_id, lo, hi, &unused);
   if (x->ra.idx < 0) {
     unit->ra_length = 0;
     return 0;
@@ -578,7 +578,8 @@ read_done (struct xfer *x, int res)
   DL_FOREACH_MEMBER (m, x->unit, tmp)
     memcpy (req_of (m)->buf, x->buf + (m->offset - x->lo), m->length);
   if (x->ra.idx >= 0) {
-    racache_fill (&e->ra, x->ra, x->buf + (x->ra_lo - x->lo), x->unit->ra_length);
+    racache_fill (&e->ra, x->ra, x->buf + (x->ra_lo - x->lo), x->unit->ra_length,
+                  engine_now_ns ());
     x->ra.idx = -1;
   }
   return false;

@@ -556,7 +556,9 @@ engine_submit (struct engine *e, struct engine_req *r)
   int rc, wb_err = 0;
 
   /* Read ahead already (ahead.c, racache.c): no scheduler, no device. */
-  if (r->op == DL_OP_READ && racache_lookup (&e->ra, r->buf, r->offset, r->length))
+  if (r->op == DL_OP_READ &&
+      racache_lookup (&e->ra, r->export_id, r->buf, r->offset, r->length,
+                      engine_now_ns ()))
     return 0;
   if (wb_applies (e, r)) {
     rc = wb_submit (e, r);

@@ -93,6 +93,9 @@ struct engine_req {
   uint32_t flags;               /* ENGINE_F_* */
   void *buf;                    /* READ: filled; WRITE: data; else NULL */
   uint64_t stream;              /* who sent it (connection id) */
+  uint32_t export_id;           /* which export (NEXT: a plugin may serve
+                                   several; data read ahead for one is
+                                   never given to another) */
   void *ctx;                    /* NEXT: the caller's handle for perform */
 
   /* engine_submit_async: called on the loop thread when r completes

@@ -58,7 +58,7 @@ read_ahead (struct engine *e, struct engine_req *head)
   p.buf = head->ra_buf;
   ok = head->dl.ra_length != 0 && e->p.perform (e->p.perform_opaque, &p) == 0;
   head->dl.ra_length = ok ? p.length : 0;
-  racache_fill (&e->ra, head->ra, NULL, head->dl.ra_length);
+  racache_fill (&e->ra, head->ra, NULL, head->dl.ra_length, engine_now_ns ());
 }
 
 static void *
@@ -153,7 +153,8 @@ nextpool_issue (struct engine *e, struct dl_req *unit)
    */
   head->ra.idx = -1;
   if (unit->ra_length != 0)
-    head->ra = racache_reserve (&e->ra, lo, lo + unit->ra_length, &head->ra_buf);
+    head->ra = racache_reserve (&e->ra, head->export_id, lo, lo + unit->ra_length,
+                                &head->ra_buf);
   if (head->ra.idx < 0)
     unit->ra_length = 0;
   head->inbox_next = NULL;

@@ -60,7 +60,8 @@ racache_taken (struct racache *c)
 }
 
 bool
-racache_lookup (struct racache *c, void *buf, uint64_t off, uint32_t len)
+racache_lookup (struct racache *c, uint32_t export_id, void *buf,
+                uint64_t off, uint32_t len, uint64_t now)
 {
   bool hit = false;
   int i;
@@ -69,7 +70,9 @@ racache_lookup (struct racache *c, void *buf, uint64_t off, uint32_t len)
   for (i = 0; i < RACACHE_EXTENTS; i++) {
     struct ra_extent *x = &c->ext[i];
 
-    if (x->state == RA_VALID && x->lo <= off && off + len <= x->hi) {
+    if (x->state == RA_VALID && x->export_id == export_id &&
+        now - x->filled_ns < RACACHE_MAX_AGE_NS &&
+        x->lo <= off && off + len <= x->hi) {
       memcpy (buf, x->buf + (off - x->lo), len);
       x->last_used = ++c->clock;
       c->hits++;
@@ -100,7 +103,8 @@ victim (struct racache *c)
 }
 
 struct ra_token
-racache_reserve (struct racache *c, uint64_t lo, uint64_t hi, char **buf)
+racache_reserve (struct racache *c, uint32_t export_id, uint64_t lo,
+                 uint64_t hi, char **buf)
 {
   struct ra_token tok = { .idx = -1 };
   struct ra_extent *x;
@@ -113,6 +117,7 @@ racache_reserve (struct racache *c, uint64_t lo, uint64_t hi, char **buf)
     goto out;                   /* a write the core has not seen yet */
   for (i = 0; i < RACACHE_EXTENTS; i++)
     if ((c->ext[i].state == RA_VALID || c->ext[i].state == RA_FILLING) &&
+        c->ext[i].export_id == export_id &&
         c->ext[i].lo <= lo && hi <= c->ext[i].hi)
       goto out;                 /* held already */
   i = victim (c);
@@ -126,6 +131,7 @@ racache_reserve (struct racache *c, uint64_t lo, uint64_t hi, char **buf)
     x->buf = b;
     x->cap = hi - lo;
   }
+  x->export_id = export_id;
   x->lo = lo;
   x->hi = hi;
   x->state = RA_FILLING;
@@ -140,7 +146,7 @@ racache_reserve (struct racache *c, uint64_t lo, uint64_t hi, char **buf)
 
 void
 racache_fill (struct racache *c, struct ra_token tok, const void *data,
-              uint64_t got)
+              uint64_t got, uint64_t now)
 {
   struct ra_extent *x;
 
@@ -155,6 +161,7 @@ racache_fill (struct racache *c, struct ra_token tok, const void *data,
       if (data)
         memcpy (x->buf, data, x->hi - x->lo);
       x->state = RA_VALID;
+      x->filled_ns = now;
       x->last_used = ++c->clock;
       c->fills++;
     }

@@ -27,9 +27,16 @@
 #include <stdint.h>
 
 #define RACACHE_EXTENTS 16
+/* A reader comes back within milliseconds; data kept longer would only
+ * widen the window in which a change made to the backing behind the
+ * server's back (which no NBD server need see) could be served.
+ */
+#define RACACHE_MAX_AGE_NS (1000 * 1000000ULL)
 
 struct ra_extent {
+  uint32_t export_id;           /* whose bytes */
   uint64_t lo, hi;              /* the bytes it holds (when VALID) */
+  uint64_t filled_ns;           /* older than RACACHE_MAX_AGE_NS: unused */
   char *buf;
   size_t cap;
   uint64_t gen;                 /* bumped whenever it is given out */
@@ -53,24 +60,29 @@ struct ra_token {
 
 void racache_init (struct racache *c);
 void racache_destroy (struct racache *c);
-/* A write, trim or zero of [lo, hi) has arrived (before it is queued). */
+/* A write, trim or zero of [lo, hi) has arrived (before it is queued):
+ * the extents it overlaps are dropped, whatever their export.
+ */
 void racache_modified (struct racache *c, uint64_t lo, uint64_t hi);
 /* ... and the loop has inserted it into the core. */
 void racache_taken (struct racache *c);
-/* Copies [off, off+len) into buf if one extent holds all of it. */
-bool racache_lookup (struct racache *c, void *buf, uint64_t off, uint32_t len);
+/* Copies [off, off+len) of the export into buf if one extent, filled
+ * less than RACACHE_MAX_AGE_NS before now, holds all of it.
+ */
+bool racache_lookup (struct racache *c, uint32_t export_id, void *buf,
+                     uint64_t off, uint32_t len, uint64_t now);
 /* An extent for [lo, hi), to be filled; idx -1 when there is none (a
  * write not yet in the core, the range already held, no memory).
  * *buf is where the caller may read the data to (racache_fill with
  * data NULL), hi - lo bytes.
  */
-struct ra_token racache_reserve (struct racache *c, uint64_t lo, uint64_t hi,
-                                 char **buf);
+struct ra_token racache_reserve (struct racache *c, uint32_t export_id,
+                                 uint64_t lo, uint64_t hi, char **buf);
 /* The read for tok ended: got bytes from lo were read (0: failed),
  * copied from data, or already in the extent's buffer (data NULL).
  * Thrown away if a write overlapped it meanwhile.
  */
 void racache_fill (struct racache *c, struct ra_token tok, const void *data,
-                   uint64_t got);
+                   uint64_t got, uint64_t now);
 
 #endif

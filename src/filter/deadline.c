@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,43 @@ static _Atomic uint64_t conn_counter;
 
 struct handle {
   uint64_t id;
+  uint32_t export_id;           /* export_id_of its export's name */
 };
+
+/* A number for each export name seen (next dispatch: the plugin below
+ * may serve several, and the engine must not give one export's data,
+ * read ahead, to another).  Names are few; a linear search will do.
+ */
+static pthread_mutex_t exports_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **export_names;
+static uint32_t nexport_names;
+
+static int
+export_id_of (const char *name, uint32_t *id)
+{
+  char **grown;
+  uint32_t i;
+  int r = 0;
+
+  pthread_mutex_lock (&exports_lock);
+  for (i = 0; i < nexport_names && strcmp (export_names[i], name) != 0; i++)
+    ;
+  if (i == nexport_names) {
+    grown = realloc (export_names, (i + 1) * sizeof *grown);
+    if (grown == NULL || (grown[i] = strdup (name)) == NULL) {
+      if (grown)
+        export_names = grown;
+      r = -1;
+    }
+    else {
+      export_names = grown;
+      nexport_names++;
+    }
+  }
+  *id = i;
+  pthread_mutex_unlock (&exports_lock);
+  return r;
+}
 
 static void
 deadline_load (void)
@@ -52,9 +89,16 @@ deadline_load (void)
 static void
 deadline_unload (void)
 {
+  uint32_t i;
+
   free (file_path);
   file_path = NULL;
   params_free (&params);
+  for (i = 0; i < nexport_names; i++)
+    free (export_names[i]);
+  free (export_names);
+  export_names = NULL;
+  nexport_names = 0;
 }
 
 static int
@@ -327,6 +371,11 @@ deadline_open (nbdkit_next_open *next, nbdkit_context *ctx,
     nbdkit_error ("malloc: %m");
     return NULL;
   }
+  if (export_id_of (exportname ? exportname : "", &h->export_id) == -1) {
+    nbdkit_error ("malloc: %m");
+    free (h);
+    return NULL;
+  }
   /* Connection ids start at 1: 0 means "unknown" to the core. */
   h->id = ++conn_counter;
   return h;
@@ -455,7 +504,7 @@ submit (void *handle, nbdkit_next *next, enum dl_op op, void *buf,
   struct handle *h = handle;
   struct engine_req r = {
     .op = op, .offset = offset, .length = count, .buf = buf,
-    .stream = h->id, .ctx = next,
+    .stream = h->id, .export_id = h->export_id, .ctx = next,
   };
   int rc;
 

@@ -46,7 +46,10 @@ run ()
     local name=$1 sock=$tmpdir/$1 client rc inj0 injected failed finalfail
     shift
     rm -f "$errfile"
-    start_nbdkit "$sock" --filter="$FILTER" file "$loopdev" "$@" || return 1
+    # Readahead off: its reads are the filter's own (one that fails is
+    # read again without it), and the counts below pair injected errors
+    # with clients' requests.
+    start_nbdkit "$sock" --filter="$FILTER" file "$loopdev" deadline-readahead=0 "$@" || return 1
     expect_dispatch "$sock" direct || { echo "FAIL: $name: not the direct path"; return 1; }
     inj0=$(grep -c 'error: injecting' "$below.log")
 

@@ -36,8 +36,11 @@ run ()
     local name=$1 rate=$2 sock=$tmpdir/$1 client rc injected failed finalfail
     shift 2
     rm -f "$errfile"
+    # Readahead off: its reads are the filter's own, which no client
+    # sees fail, and the counts below pair injected errors with clients'
+    # requests.
     start_nbdkit "$sock" --log=stderr --filter="$FILTER" --filter=error memory 64M \
-        error-rate="$rate" error-file="$errfile" "$@" || return 1
+        error-rate="$rate" error-file="$errfile" deadline-readahead=0 "$@" || return 1
     expect_dispatch "$sock" next || { echo "FAIL: $name: not the next path"; return 1; }
     local pid
     pid=$(cat "$sock.pid")

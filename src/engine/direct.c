@@ -561,6 +561,18 @@ read_done (struct xfer *x, int res)
   struct engine *e = x->e;
   struct dl_req *m, *tmp;
 
+  if (res < 0 && x->ra.idx >= 0) {
+    /* The error may lie in what was read ahead, which nobody asked
+     * for: read the unit alone again, and keep nothing ahead.
+     */
+    racache_fill (&e->ra, x->ra, NULL, 0, 0);
+    x->ra.idx = -1;
+    x->unit->ra_length = 0;
+    x->hi = round_up (x->unit->unit_offset + x->unit->unit_length, e->align);
+    x->done = 0;
+    submit_main (x);
+    return true;
+  }
   if (res < 0) {
     x->result = res;
     return false;

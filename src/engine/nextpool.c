@@ -19,6 +19,24 @@
  * at the device for one piece, not for the whole write.  Only the last
  * piece carries FUA.
  */
+/* A request of r's caller, for a part of it: only the fields that
+ * perform reads, never r's core state (dl), which the loop thread
+ * changes meanwhile (its tree links).
+ */
+static void
+part_of (struct engine_req *p, const struct engine_req *r)
+{
+  memset (p, 0, sizeof *p);
+  p->op = r->op;
+  p->offset = r->offset;
+  p->length = r->length;
+  p->flags = r->flags;
+  p->buf = r->buf;
+  p->stream = r->stream;
+  p->export_id = r->export_id;
+  p->ctx = r->ctx;
+}
+
 static int
 perform_member (struct engine *e, struct engine_req *r, uint64_t piece)
 {
@@ -29,7 +47,7 @@ perform_member (struct engine *e, struct engine_req *r, uint64_t piece)
   if (r->op != DL_OP_WRITE || piece == 0 || r->length <= piece)
     return e->p.perform (e->p.perform_opaque, r);
   do {
-    p = *r;
+    part_of (&p, r);
     p.offset = r->offset + done;
     p.buf = (char *) r->buf + done;
     p.length = r->length - done < piece ? r->length - done : (uint32_t) piece;
@@ -48,9 +66,10 @@ perform_member (struct engine *e, struct engine_req *r, uint64_t piece)
 static void
 read_ahead (struct engine *e, struct engine_req *head)
 {
-  struct engine_req p = *head;
+  struct engine_req p;
   bool ok;
 
+  part_of (&p, head);
   p.op = DL_OP_READ;
   p.offset = head->dl.unit_offset + head->dl.unit_length;
   p.length = (uint32_t) head->dl.ra_length;

@@ -16,9 +16,11 @@
 #           count pieced units; with deadline-write-piece=0 (the
 #           control) every write reaches it whole;
 #   direct  io_uring on a block device whose requests are logged
-#           (make_slow_device with the log filter): writes of 16 KiB
-#           (below what FUSE splits writes into) must reach it, and no
-#           data may differ.
+#           (make_slow_device: the log filter over the slow-disk model
+#           shaped as a throttled volume, 20 MiB/s with short seeks, so
+#           that the pieces stay small whatever the machine): writes
+#           below 128 KiB (what FUSE splits writes into) must reach it,
+#           and no data may differ.
 source "$(dirname "$0")/functions.sh"
 requires_filter
 requires test -x ./pieces
@@ -87,7 +89,10 @@ if [ "$(id -u)" != 0 ] || [ ! -c /dev/fuse ] ||
     echo "$0: SKIP: the direct part needs root, /dev/fuse, nbdfuse, losetup"
     exit 77
 fi
-make_slow_device "$tmpdir/slow" --filter=log memory 128M logfile="$tmpdir/below-direct.log" || {
+SLOWDISK=$abs_top_builddir/bench/slowdisk/.libs/nbdkit-slowdisk-plugin.so
+[ -f "$SLOWDISK" ] || { echo "$0: FAIL: no $SLOWDISK"; exit 1; }
+make_slow_device "$tmpdir/slow" --filter=log "$SLOWDISK" size=128M rate=20M seek-ms=0.3 \
+    settle=0.1 rpm=0 logfile="$tmpdir/below-direct.log" || {
     echo "$0: FAIL: cannot set up the logged block device"; exit 1; }
 sock=$tmpdir/direct
 start_nbdkit "$sock" --filter="$FILTER" file "$slowdev" \
@@ -97,9 +102,9 @@ skip=$(wc -l < "$tmpdir/below-direct.log")   # the set-up's requests
 run direct "$sock"
 stop_nbdkit "$sock"
 tail -n +"$((skip + 1))" "$tmpdir/below-direct.log" > "$tmpdir/direct.run.log"
-n16=$(writes "$tmpdir/direct.run.log" 16384 16384)
-echo "direct: below the device: $n16 writes of 16 KiB; pieced=$(pieced "$sock")"
-[ "$n16" -ge 32 ] || fail "direct: $n16 writes of 16 KiB below the device: writes were not sent in pieces"
+np=$(writes "$tmpdir/direct.run.log" 4096 131071)
+echo "direct: below the device: $np writes below 128 KiB; pieced=$(pieced "$sock")"
+[ "$np" -ge 32 ] || fail "direct: $np writes below 128 KiB below the device: writes were not sent in pieces"
 [ "$(pieced "$sock")" -ge 4 ] 2>/dev/null || fail "direct: the filter counted $(pieced "$sock") pieced units"
 
 [ $fails = 0 ] || exit 1

@@ -172,7 +172,8 @@ void engine_get_tunables (struct engine *e, struct dl_tunables *t);
   X (short_io, "short_io_total", "resubmissions after a short read/write") \
   X (zero_fallback, "zero_fallback_total", "zero done by writing zeroes") \
   X (ra_hits, "readahead_hits_total",                                    \
-     "reads answered from data read ahead (racache.c)")                  \
+     "reads answered from data read ahead (racache.c; among the "        \
+     "requests and completed too)")                                      \
   X (ra_fills, "readahead_fills_total", "extents read ahead and kept")   \
   X (ra_dropped, "readahead_dropped_total",                              \
      "... dropped unread because a write overlapped them")               \

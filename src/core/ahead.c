@@ -18,10 +18,12 @@
  * seeks' worth of time is lost.  So a disk bound by its seeks reads
  * well ahead, and one bound by its transfer rate, whose "seek" is
  * short, hardly at all (below 16 KiB, nothing).  (One access's worth
- * and four were tried: bench/results/README, section H.)  Nothing is read ahead over a write that has not completed
- * (queued, held or at the device): the cache must never hold data older
- * than a write the client has sent.  The caller drops cached data that
- * a later write overlaps.
+ * and four were tried: bench/results/README, section H.)
+ *
+ * Nothing is read ahead over a write that has not completed (queued,
+ * held or at the device): the cache must never hold data older than a
+ * write the client has sent.  The caller drops cached data that a later
+ * write overlaps.
  */
 #include <config.h>
 
@@ -33,7 +35,7 @@
 void
 ahead_set (struct dl_sched *s, struct dl_req *u)
 {
-  uint64_t bytes, lo, hi, a = s->align ? s->align : 1;
+  uint64_t bytes, lo, hi;
 
   u->ra_length = 0;
   if (u->op != DL_OP_READ || s->t.readahead == 0 || !antic_reader_near (s, u))
@@ -46,7 +48,7 @@ ahead_set (struct dl_sched *s, struct dl_req *u)
     return;
   lo = u->unit_offset + u->unit_length;
   hi = lo + bytes;
-  if (hi < lo || hazard_write_overlaps (s, lo - lo % a, hi + (a - hi % a) % a))
+  if (hi < lo || hazard_write_overlaps (s, lo, hi))
     return;
   u->ra_length = bytes;
   s->st.read_ahead++;

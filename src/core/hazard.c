@@ -97,13 +97,15 @@ is_write (struct dl_req *v, void *arg)
 }
 
 /* Does a write not yet completed (queued, held or dispatched) touch
- * [lo, hi)?  (ahead.c: nothing is read ahead over one.)
+ * [lo, hi) rounded out to the alignment, as units' ranges are
+ * (dl_set_live)?  (ahead.c: nothing is read ahead over one.)
  */
 bool
 hazard_write_overlaps (struct dl_sched *s, uint64_t lo, uint64_t hi)
 {
   if (lo >= hi)
     return false;
+  dl_round_out (s, lo, hi, &lo, &hi);
   return busy_overlaps_at (RB_ROOT (&s->busy), lo, hi, is_write, NULL) ||
     sortq_overlaps (s, DL_WRITE, lo, hi, is_write, NULL);
 }

@@ -18,9 +18,9 @@
  * served between two pieces costs the writes a seek back, so a piece
  * is never shorter than twice the device's learned access time: on a
  * disk whose seeks cost as much as a whole unit's transfer, units go
- * whole (pieces there only multiplied the seeks, and both sides lost).  The unit is
- * still one unit to every rule here (its place, its cost, its slot at
- * the device); only the caller's issuing changes, through
+ * whole (pieces there only multiplied the seeks, and both sides lost).
+ * The unit is still one unit to every rule here (its place, its cost,
+ * its slot at the device); only the caller's issuing changes, through
  * piece_length.  Without such a reader, before the rate is known,
  * when a piece would hold the whole unit, or with time slices on (no
  * read goes to the device in a write slice), units go whole: a writer
@@ -35,13 +35,6 @@
 /* Pieces in multiples of this: any device's O_DIRECT alignment divides it. */
 #define PIECE_ALIGN 4096
 
-static bool
-reader_about (const struct dl_sched *s, uint64_t now)
-{
-  return s->last_preempting_ns != 0 &&
-    now <= s->last_preempting_ns + DL_READER_RECENT_NS;
-}
-
 void
 piece_set (struct dl_sched *s, struct dl_req *u, uint64_t now)
 {
@@ -53,11 +46,11 @@ piece_set (struct dl_sched *s, struct dl_req *u, uint64_t now)
    */
   if (u->op != DL_OP_WRITE || s->t.write_piece_ns == 0 ||
       s->t.read_slice_ns != 0 || s->t.policy != DL_POLICY_DEADLINE ||
-      !reader_about (s, now))
+      !dl_reader_recent (s, now))
     return;
-  budget = s->t.write_piece_ns;
-  if (budget < 2 * devtime_access (s, DL_WRITE))
-    budget = 2 * devtime_access (s, DL_WRITE);
+  budget = 2 * devtime_access (s, DL_WRITE);
+  if (budget < s->t.write_piece_ns)
+    budget = s->t.write_piece_ns;
   bytes = devtime_bytes_in (s, DL_WRITE, budget);
   if (bytes == 0)
     return;                     /* not learned yet */

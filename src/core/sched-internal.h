@@ -138,15 +138,31 @@ dl_end (const struct dl_req *u)
  * The sorted queues and the busy tree are keyed on it.
  */
 static inline void
-dl_set_live (const struct dl_sched *s, struct dl_req *u)
+dl_round_out (const struct dl_sched *s, uint64_t lo, uint64_t end,
+              uint64_t *rlo, uint64_t *rhi)
 {
   uint64_t mask = (uint64_t) s->align - 1;
-  uint64_t end = dl_end (u);
 
-  u->live_lo = u->unit_offset & ~mask;
-  u->live_hi = end > UINT64_MAX - mask ? UINT64_MAX : (end + mask) & ~mask;
+  *rlo = lo & ~mask;
+  *rhi = end > UINT64_MAX - mask ? UINT64_MAX : (end + mask) & ~mask;
+}
+
+static inline void
+dl_set_live (const struct dl_sched *s, struct dl_req *u)
+{
+  dl_round_out (s, u->unit_offset, dl_end (u), &u->live_lo, &u->live_hi);
   if (u->unit_length == 0)
     u->live_hi = u->live_lo;    /* an empty request overlaps nothing */
+}
+
+/* Is a dependent reader still about (DL_READER_RECENT_NS)?  (The
+ * engine's clock is never 0, so 0 means none seen yet.)
+ */
+static inline bool
+dl_reader_recent (const struct dl_sched *s, uint64_t now)
+{
+  return s->last_preempting_ns != 0 &&
+    now <= s->last_preempting_ns + DL_READER_RECENT_NS;
 }
 
 /* Interval trees.  The sorted queues (sortq.c) and the busy tree

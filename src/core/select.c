@@ -117,9 +117,7 @@ write_held (struct dl_sched *s, uint64_t now)
    * preempt_min): holding the slot for it would only leave it idle.
    */
   if (!s->t.preempt || !sortq_empty (s, DL_READ) ||
-      s->st.inflight_writes < room ||
-      s->last_preempting_ns == 0 ||   /* (the engine's clock is never 0) */
-      now > s->last_preempting_ns + DL_READER_RECENT_NS)
+      s->st.inflight_writes < room || !dl_reader_recent (s, now))
     return false;
   s->st.write_holds++;
   return true;

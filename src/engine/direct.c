@@ -217,6 +217,17 @@ buf_release (struct xfer *x)
   }
 }
 
+/* The extent reserved for reading ahead (ahead) stays empty. */
+static void
+ahead_abandon (struct xfer *x)
+{
+  if (x->ra.idx < 0)
+    return;
+  racache_fill (&x->e->ra, x->ra, NULL, 0, 0);
+  x->ra.idx = -1;
+  x->unit->ra_length = 0;
+}
+
 static void
 finish (struct xfer *x)
 {
@@ -224,10 +235,7 @@ finish (struct xfer *x)
   struct dl_req *unit = x->unit;
   int result = x->result;
 
-  if (x->ra.idx >= 0) {         /* not filled: the read failed */
-    racache_fill (&e->ra, x->ra, NULL, 0, 0);
-    unit->ra_length = 0;
-  }
+  ahead_abandon (x);            /* not filled: the read failed */
   buf_release (x);
   x->next_free = e->xfer_free;
   e->xfer_free = x;
@@ -565,9 +573,7 @@ read_done (struct xfer *x, int res)
     /* The error may lie in what was read ahead, which nobody asked
      * for: read the unit alone again, and keep nothing ahead.
      */
-    racache_fill (&e->ra, x->ra, NULL, 0, 0);
-    x->ra.idx = -1;
-    x->unit->ra_length = 0;
+    ahead_abandon (x);
     x->hi = round_up (x->unit->unit_offset + x->unit->unit_length, e->align);
     x->done = 0;
     submit_main (x);

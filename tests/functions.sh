@@ -239,6 +239,21 @@ requires_slow_device ()
     requires test -c /dev/fuse
 }
 
+# rest_needs_slow_device FAILS WHAT: for a test whose later parts need
+# make_slow_device, after the earlier parts' verdict: where it cannot
+# work here, exit 1 if FAILS (the earlier parts' failures) is not 0,
+# else skip, saying WHAT ("the direct part needs") -- a skip, never
+# a pass.
+rest_needs_slow_device ()
+{
+    if [ "$(id -u)" != 0 ] || [ ! -c /dev/fuse ] ||
+       ! command -v nbdfuse >/dev/null || ! command -v losetup >/dev/null; then
+        [ "$1" = 0 ] || exit 1
+        echo "$0: SKIP: $2 root, /dev/fuse, nbdfuse, losetup"
+        exit 77
+    fi
+}
+
 # make_slow_device DIR NBDKIT-ARGS...: a block device whose every
 # request is served by "nbdkit NBDKIT-ARGS" (e.g. --filter=delay memory
 # 64M delay-write=100ms): that nbdkit on DIR/bottom.sock, nbdfuse's file

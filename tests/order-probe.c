@@ -34,7 +34,6 @@
  * log filter) is the scheduler's.
  */
 #include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -41,7 +41,6 @@
  * 2 on a setup or transport error.
  */
 #include <inttypes.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,9 +51,10 @@
 
 #include <libnbd.h>
 
+#include "aio-pump.h"
 #include "ctl-stat.h"
 
-#define MAX_CONNS 16
+#define MAX_CONNS AIO_PUMP_MAX
 #define WINDOW (64 * 1024)
 #define STRIDE (1024 * 1024)    /* window i at STRIDE * (i + 1) */
 #define MAX_LEN (16 * 1024)
@@ -108,29 +108,11 @@ on_done (void *ud, int *error)
 static int
 pump (int timeout_ms)
 {
-  struct pollfd pfd[MAX_CONNS];
-  int i;
+  int r = aio_pump (h, nconns, timeout_ms);
 
-  for (i = 0; i < nconns; ++i) {
-    unsigned dir = nbd_aio_get_direction (h[i]);
-    pfd[i].fd = nbd_aio_get_fd (h[i]);
-    pfd[i].events = ((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
-                    ((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0);
-  }
-  if (poll (pfd, nconns, timeout_ms) < 0)
-    return -1;
-  for (i = 0; i < nconns; ++i) {
-    int r = 0;
-    if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
-      r = nbd_aio_notify_read (h[i]);
-    else if (pfd[i].revents & POLLOUT)
-      r = nbd_aio_notify_write (h[i]);
-    if (r == -1) {
-      fprintf (stderr, "overlap: %s\n", nbd_get_error ());
-      return -1;
-    }
-  }
-  return 0;
+  if (r == -2)
+    fprintf (stderr, "overlap: %s\n", nbd_get_error ());
+  return r < 0 ? -1 : 0;
 }
 
 static bool

@@ -18,7 +18,6 @@
  * must hold at least 80 MiB (the reads go round 16 MiB above 64 MiB).
  */
 #include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

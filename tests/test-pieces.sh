@@ -83,12 +83,7 @@ echo "whole: below the filter: $np writes below 256 KiB, $n256 of 256 KiB; piece
 [ "$n256" -ge 32 ] || fail "whole: only $n256 writes of 256 KiB below the filter"
 
 # direct: needs a block device whose requests can be logged.
-if [ "$(id -u)" != 0 ] || [ ! -c /dev/fuse ] ||
-   ! command -v nbdfuse >/dev/null || ! command -v losetup >/dev/null; then
-    [ $fails = 0 ] || exit 1
-    echo "$0: SKIP: the direct part needs root, /dev/fuse, nbdfuse, losetup"
-    exit 77
-fi
+rest_needs_slow_device "$fails" "the direct part needs"
 SLOWDISK=$abs_top_builddir/bench/slowdisk/.libs/nbdkit-slowdisk-plugin.so
 [ -f "$SLOWDISK" ] || { echo "$0: FAIL: no $SLOWDISK"; exit 1; }
 make_slow_device "$tmpdir/slow" --filter=log "$SLOWDISK" size=128M rate=20M seek-ms=0.3 \

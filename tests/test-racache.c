@@ -13,19 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "racache.h"
 
 #define MS 1000000ULL
-
-static int failures;
-
-#define CHECK(cond)                                                     \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf (stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                       \
-    }                                                                   \
-  } while (0)
 
 /* Reserve [lo, hi) of export ex and fill it with bytes of value v. */
 static struct ra_token
@@ -139,10 +130,5 @@ main (void)
   CHECK (hit (&c, 2, 25ULL << 20, 4096, 'g', now));
 
   racache_destroy (&c);
-  if (failures) {
-    fprintf (stderr, "test-racache: %d check(s) failed\n", failures);
-    return 1;
-  }
-  printf ("test-racache: ok\n");
-  return 0;
+  return test_result ("test-racache");
 }

@@ -54,12 +54,7 @@ start_nbdkit "$sock" --filter="$FILTER" "$SLOWDISK" "${disk[@]}" deadline-readah
 run off "$sock"
 [ "${hits:-1}" = 0 ] && [ "${ext:-1}" = 0 ] || fail "off: read ahead with deadline-readahead=0"
 
-if [ "$(id -u)" != 0 ] || [ ! -c /dev/fuse ] ||
-   ! command -v nbdfuse >/dev/null || ! command -v losetup >/dev/null; then
-    [ $fails = 0 ] || exit 1
-    echo "$0: SKIP: the direct part needs root, /dev/fuse, nbdfuse, losetup"
-    exit 77
-fi
+rest_needs_slow_device "$fails" "the direct part needs"
 make_slow_device "$tmpdir/slow" "$SLOWDISK" "${disk[@]}" || {
     echo "$0: FAIL: cannot set up the slow block device"; exit 1; }
 sock=$tmpdir/direct

@@ -44,12 +44,7 @@ echo "1: ${n:-?} writes answered early, 0 mismatches"
 
 # 2 and 3 need a real block device below the filter.  Where they cannot
 # run the test as a whole is a skip (after part 1's verdict), never a pass.
-if [ "$(id -u)" != 0 ] || [ ! -c /dev/fuse ] ||
-   ! command -v nbdfuse >/dev/null || ! command -v losetup >/dev/null; then
-    [ $fails = 0 ] || exit 1
-    echo "$0: SKIP: parts 2 and 3 need root, /dev/fuse, nbdfuse, losetup"
-    exit 77
-fi
+rest_needs_slow_device "$fails" "parts 2 and 3 need"
 
 # 2. A slow device: 20 ms a write.
 src=$tmpdir/data

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: a tiny helper for the core's unit tests.
  *
- * A fake clock (a plain uint64_t the test advances), request
- * constructors, and CHECK macros that say which line of which rule
- * failed.  Each test is a separate program: exit 0 = pass, 1 = fail.
+ * A fake clock (a plain uint64_t the test advances) and request
+ * constructors; the CHECK macros are check.h's.
  */
 #ifndef NBD_DEADLINE_TESTLIB_H
 #define NBD_DEADLINE_TESTLIB_H
@@ -15,52 +14,13 @@
 #include <string.h>
 
 #include "dl-sched.h"
+#include "check.h"
 
 #define MS 1000000ULL           /* nanoseconds in a millisecond */
 #define KiB 1024ULL
 
 /* The fake clock: every core call gets it; tests move it explicitly. */
 static uint64_t now;
-
-static int failures;
-
-#define CHECK(cond)                                                     \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf (stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                       \
-    }                                                                   \
-  } while (0)
-
-#define CHECK_EQ(a, b)                                                  \
-  do {                                                                  \
-    uint64_t a_ = (uint64_t) (a), b_ = (uint64_t) (b);                  \
-    if (a_ != b_) {                                                     \
-      fprintf (stderr, "%s:%d: FAIL: %s == %s (%" PRIu64 " != %" PRIu64 ")\n", \
-               __FILE__, __LINE__, #a, #b, a_, b_);                     \
-      failures++;                                                       \
-    }                                                                   \
-  } while (0)
-
-/* Stop now: a later step would only crash on this one's result. */
-#define REQUIRE(cond)                                                   \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf (stderr, "%s:%d: FATAL: %s\n", __FILE__, __LINE__, #cond); \
-      exit (1);                                                         \
-    }                                                                   \
-  } while (0)
-
-static inline int
-test_result (const char *name)
-{
-  if (failures) {
-    fprintf (stderr, "%s: %d check(s) failed\n", name, failures);
-    return 1;
-  }
-  printf ("%s: ok\n", name);
-  return 0;
-}
 
 /* Requests come from a static pool so tests need not free them. */
 #define POOL_SIZE 16384

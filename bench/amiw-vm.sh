@@ -68,12 +68,13 @@
 # slow disk's per configuration.  Env: FILTER, SLOWDISK (the .so
 # files), SLOWDISK_ARGS ("size=4G rate=20M": tests/vm/README says why),
 # VM_CACHE (the kernel/initramfs cache, /var/cache/nbd-deadline-vm),
-# QEMU_ACCEL (tcg), VM_MEM (1024), VM_TRACE=1 (the guest splits each
-# read of the flood cat at nbd0 into driver queue / round trip through
-# socket, qemu and server / reply data, in ms: read_send_server_recv_ms
-# in the run lines).  Needs root, /dev/fuse, loop devices,
-# qemu-system-x86_64; exit 77 when qemu or the guest kernel cannot be
-# had.  1 to 3 minutes a configuration and flood.
+# QEMU_ACCEL (tcg), VM_MEM (1024), VM_TRACE=1 (the guest times the reads
+# of the flood cat at nbd0 from header sent to reply header (socket,
+# qemu and server) / reply data, medians in ms: read_server_recv_ms in
+# the run lines; the rest of nbd_read_ms is spent in the guest).
+# Needs root, /dev/fuse, loop devices, qemu-system-x86_64; exit 77 when
+# qemu or the guest kernel cannot be had.  1 to 3 minutes a
+# configuration and flood.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -236,8 +237,11 @@ for run in $(seq "$RUNS"); do
             res=$(vm_run "$tag" "$fl" "$(guest_queue "$s")")
             stack_down
             [ -n "$res" ] && res+=" queue=$(queue_seen "$tmp/$tag.console")"
-            [ -n "$res" ] && [ -f "$tmp/$tag.cat0" ] && [ -f "$tmp/$tag.cat1" ] &&
-                res+=" filter_read_ms=$(ss_read_wait "$tmp/$tag.cat0" "$tmp/$tag.cat1")"
+            if [ -n "$res" ] && [ -f "$tmp/$tag.cat0" ] && [ -f "$tmp/$tag.cat1" ]; then
+                for k in read read_queue read_device; do
+                    res+=" filter_${k}_ms=$(ss_read_wait "$tmp/$tag.cat0" "$tmp/$tag.cat1" $k)"
+                done
+            fi
             [ -n "$res" ] && [ -f "$tmp/$tag.idle0" ] && [ -f "$tmp/$tag.idle1" ] &&
                 res+=" filter_idle_read_ms=$(ss_read_wait "$tmp/$tag.idle0" "$tmp/$tag.idle1")"
             [ -n "$res" ] || die "$tag: no result (console: $tmp/$tag.console, kept)"
@@ -283,9 +287,9 @@ table ()
         esac
         ref=
         # (tests/vm/test-vm.sh reads columns 1-3: config, idle and flood medians)
-        printf "%-16s %9s %10s %-15s %-13s %10s %9s %12s %12s %9s %-16s %10s %10s %11s %9s  %s\n" config idle_cat_s flood_cat_s \
+        printf "%-16s %9s %10s %-15s %-13s %10s %9s %12s %12s %9s %-16s %10s %-16s %11s %9s  %s\n" config idle_cat_s flood_cat_s \
             "flood[min-max]" "idle[min-max]" flood/idle vs_first \
-            wr_only_MiBs wr_mixed_MiBs mix/only "shares r+w=sum" nbd_rd_ms filt_rd_ms filt_idle_ms guest_cpu "nbd0 queue (guest)"
+            wr_only_MiBs wr_mixed_MiBs mix/only "shares r+w=sum" nbd_rd_ms filt_rd=wait+dev filt_idle_ms guest_cpu "nbd0 queue (guest)"
         for c in $CONFIGS; do
             l=$(label "$c")
             mi=$(median $(field idle "${R[$fl.$l]}"))
@@ -294,12 +298,12 @@ table ()
             wm=$(median $(field write_mixed_mibs "${R[$fl.$l]}"))
             q=$(field queue "${R[$fl.$l]}" | sort -u | tr '\n' ' ' | sed 's/ $//')
             [ -z "$ref" ] && ref=$mf
-            printf "%-16s %9s %10s %-15s %-13s %10s %9s %12s %12s %9s %-16s %10s %10s %11s %9s  %s\n" "$l" "$mi" "$mf" \
+            printf "%-16s %9s %10s %-15s %-13s %10s %9s %12s %12s %9s %-16s %10s %-16s %11s %9s  %s\n" "$l" "$mi" "$mf" \
                 "$(spread $(field flood "${R[$fl.$l]}"))" "$(spread $(field idle "${R[$fl.$l]}"))" \
                 "$(ratio "$mf" "$mi")" \
                 "$(ratio "$mf" "$ref")" "$wo" "$wm" "$(awk -v a="$wm" -v b="$wo" 'BEGIN { if (b > 0) printf "%.0f%%", 100 * a / b; else print "-" }')" \
                 "$(awk -v i="$mi" -v f="${mf#>}" -v a="$wm" -v b="$wo" 'BEGIN { if (f > 0 && b > 0) printf "%.2f+%.2f=%.2f", i / f, a / b, i / f + a / b; else print "-" }')" \
-                "$(median $(field nbd_read_ms "${R[$fl.$l]}"))" "$(median $(field filter_read_ms "${R[$fl.$l]}"))" \
+                "$(median $(field nbd_read_ms "${R[$fl.$l]}"))" "$(median $(field filter_read_ms "${R[$fl.$l]}"))=$(median $(field filter_read_queue_ms "${R[$fl.$l]}"))+$(median $(field filter_read_device_ms "${R[$fl.$l]}"))" \
                 "$(median $(field filter_idle_read_ms "${R[$fl.$l]}"))" \
                 "$(median $(field cpu_busy "${R[$fl.$l]}" | cut -d/ -f1) | cut -d. -f1)/$(median $(field cpu_busy "${R[$fl.$l]}" | cut -d/ -f2) | cut -d. -f1)%" \
                 "$(guest_queue "$(spec "$c")"): ${q:-?}"
@@ -307,7 +311,8 @@ table ()
         echo "(medians of $RUNS run(s), spread [min-max] beside the cats; $nfiles files, $kib KiB; slowdisk $SLOWDISK_ARGS; nbdkit -t $THREADS;"
         echo " wr_*: MiB/s written to nbd0 by the flood alone and during the flood cat; shares: the reader's (idle cat / flood cat)
  and the writer's (mixed / alone) and their sum, how much of the disk did useful work; nbd_rd_ms: mean read latency at nbd0 during it;
- filt_rd_ms: the same inside the filter, arrival to answer; the difference is the path through guest, qemu and socket;
+ filt_rd=wait+dev: the same inside the filter, arrival to answer, for the reads that went to the device (not the
+ readahead hits, which nbd_rd_ms counts), as the wait in the scheduler + the time at the device (medians of each);
  filt_idle_ms: the filter's mean read latency over the idle cat; guest_cpu: how busy the guest's one CPU was over
  the idle cat / the flood cat (a busy guest makes each read wait there, whatever the server does);
  nbd0 queue: -G $QUEUE; \"default\" is the guest kernel's own settings, \"none\" is scheduler none and wbt_lat_usec=0 set for

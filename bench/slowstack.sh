@@ -130,15 +130,16 @@ ss_stats ()
     "${CTL:-nbd-deadline-ctl}" -s "$SS_DIR/ctl.sock" --raw stats 2>/dev/null || true
 }
 
-# ss_read_wait BEFORE AFTER: mean read latency inside the filter (ms,
-# arrival to answer) between two ss_stats snapshots, and the mean time
-# those reads waited in the queue; "-" when there is none
+# ss_read_wait BEFORE AFTER [NAME]: mean latency inside the filter (ms)
+# of the reads between two ss_stats snapshots: NAME read (the default:
+# arrival to answer), read_queue (arrival to dispatch: waiting in the
+# scheduler) or read_device (dispatch to completion); "-" when none
 ss_read_wait ()
 {
-    awk 'FNR == 1 { f++ } { v[f, $1] = $2 }
-        END { n = v[2, "read_latency_count"] - v[1, "read_latency_count"]
+    awk -v k="${3:-read}" 'FNR == 1 { f++ } { v[f, $1] = $2 }
+        END { n = v[2, k "_latency_count"] - v[1, k "_latency_count"]
               if (n <= 0) { print "-"; exit }
-              printf "%.1f", (v[2, "read_latency_sum_us"] - v[1, "read_latency_sum_us"]) / n / 1000 }' "$1" "$2"
+              printf "%.1f", (v[2, k "_latency_sum_us"] - v[1, k "_latency_sum_us"]) / n / 1000 }' "$1" "$2"
 }
 
 ss_label () { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline|*=qemu-nbd) echo "${1%%=*}" ;; *) echo "$1" ;; esac; }

@@ -51,6 +51,14 @@ echo "after the first run: reads=$reads writes=$writes completed=$done_"
 [ "$(val read_latency_count)" -gt 0 ] || fail "read latency count"
 awk -v p50="$(val read_latency_p50_us)" 'BEGIN { exit !(p50 > 0) }' ||
     fail "read p50 is 0"
+# A read's time split in the scheduler's wait and the device's: every
+# read that went to the device counts once in each (the readahead hits
+# count in neither, nor in read_latency), and no write in either.
+rq=$(val read_queue_latency_count); rd=$(val read_device_latency_count)
+echo "read split: queue $rq device $rd of $(val read_latency_count)"
+[ "$rq" -gt 0 ] && [ "$rq" = "$rd" ] || fail "read_queue $rq, read_device $rd"
+[ "$rq" = "$(val read_latency_count)" ] || fail "read split misses reads"
+[ "$rq" -lt "$(val queue_latency_count)" ] || fail "writes counted as reads"
 [ "$(val inflight)" = 0 ] || fail "inflight not 0 when idle"
 exp1=$(val read_expired_total)
 [ "$exp1" = 0 ] || fail "reads expired with read_expire=3600s ($exp1)"

@@ -502,6 +502,8 @@ print_stats_text (const struct reply *r, bool compact)
     print_latency_row (r, "inbox", "inbox");
     print_latency_row (r, "queue", "queued");
     print_latency_row (r, "device", "device");
+    print_latency_row (r, "read_queue", "rd.wait");
+    print_latency_row (r, "read_device", "rd.dev");
   }
   printf ("batches     read %.0f, write %.0f; expired read %.0f, write %.0f; "
           "starved %.0f\n",

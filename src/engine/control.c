@@ -269,6 +269,8 @@ stats_latencies (struct client *cl, const struct engine_stats *st)
   hist_lines (cl, "inbox", &st->inbox);
   hist_lines (cl, "queue", &st->queue);
   hist_lines (cl, "device", &st->device);
+  hist_lines (cl, "read_queue", &st->read_queue);
+  hist_lines (cl, "read_device", &st->read_device);
 }
 
 /* Rates over the last one to two seconds (two samples back). */

@@ -212,8 +212,11 @@ complete_req (struct engine *e, struct engine_req *r, uint64_t now)
   e->st.completed++;
   if (r->result != 0)
     e->st.failed++;
-  if (r->t_dispatch)
+  if (r->t_dispatch) {
     dl_hist_add (&e->st.device, now - r->t_dispatch);
+    if (dir == DL_READ)
+      dl_hist_add (&e->st.read_device, now - r->t_dispatch);
+  }
   dl_hist_add (&e->st.total[dir], now - r->t_submit);
   pthread_mutex_unlock (&e->stats_lock);
   __atomic_sub_fetch (&e->outstanding, 1, __ATOMIC_RELAXED);
@@ -282,8 +285,11 @@ issue (struct engine *e, struct dl_req *unit, uint64_t now)
   pthread_mutex_lock (&e->stats_lock);
   e->st.units++;
   e->st.unit_members += members;
-  DL_FOREACH_MEMBER (m, unit, tmp)
+  DL_FOREACH_MEMBER (m, unit, tmp) {
     dl_hist_add (&e->st.queue, now - req_of (m)->t_insert);
+    if (m->op == DL_OP_READ)
+      dl_hist_add (&e->st.read_queue, now - req_of (m)->t_insert);
+  }
   if (e->inflight > e->st.inflight_max)
     e->st.inflight_max = e->inflight;
   pthread_mutex_unlock (&e->stats_lock);

@@ -213,6 +213,11 @@ struct engine_stats {
   struct dl_hist queue;         /* inserted -> dispatched (the scheduler) */
   struct dl_hist device;        /* dispatched -> completed (the device) */
   struct dl_hist total[2];      /* submit -> completed, by direction */
+  /* A read's time split in two: what it waits for in the scheduler
+   * (writes ahead of it, anticipation) and at the device.
+   */
+  struct dl_hist read_queue;
+  struct dl_hist read_device;
 };
 
 /* A consistent copy; may be called at any time. */

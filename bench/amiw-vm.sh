@@ -68,10 +68,11 @@
 # slow disk's per configuration.  Env: FILTER, SLOWDISK (the .so
 # files), SLOWDISK_ARGS ("size=4G rate=20M": tests/vm/README says why),
 # VM_CACHE (the kernel/initramfs cache, /var/cache/nbd-deadline-vm),
-# QEMU_ACCEL (tcg), VM_MEM (1024), VM_TRACE=1 (the guest times the reads
-# of the flood cat at nbd0 from header sent to reply header (socket,
-# qemu and server) / reply data, medians in ms: read_server_recv_ms in
-# the run lines; the rest of nbd_read_ms is spent in the guest).
+# QEMU_ACCEL (tcg), VM_MEM (1024), VM_SMP (the guest's CPUs, 1),
+# VM_TRACE=1 (the guest times the reads of the flood cat at nbd0 from
+# header sent to reply header (socket, qemu and server) / reply data,
+# medians in ms: read_server_recv_ms in the run lines; the rest of
+# nbd_read_ms is spent in the guest).
 # Needs root, /dev/fuse, loop devices, qemu-system-x86_64; exit 77 when
 # qemu or the guest kernel cannot be had.  1 to 3 minutes a
 # configuration and flood.

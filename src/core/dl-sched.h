@@ -219,6 +219,8 @@ struct dl_tunables {
      "read units the caller was asked to extend by readahead (ahead.c)")  \
   X (write_pieced, "write_pieced_total",                                  \
      "write units sent to the device in pieces (piece.c)")                \
+  X (piece_waits, "write_piece_waits_total",                              \
+     "pieces kept back for a dependent reader's next read (piece.c)")     \
   X2 (slices, "read_slices_total", "write_slices_total",                  \
       "time slices started beside a dependent reader (slice.c)")          \
   /* end of DL_STATS_EVENTS */
@@ -388,6 +390,15 @@ void dl_sched_check (const struct dl_sched *s);
  * request arrives or completes (anticipation), or 0 for none.
  */
 uint64_t dl_next_timer (const struct dl_sched *s, uint64_t now_ns);
+
+/* A write unit at the device in pieces (piece_length): may its next
+ * piece go now?  0: yes.  Otherwise not yet, and the time at which to
+ * ask again at the latest (a completion may answer sooner).  paused_ns
+ * is when this piece began to wait (0: it has not yet).  Not while the
+ * dependent reader anticipation waits for has its read at the device
+ * or is expected back, for at most one piece's time (piece.c).
+ */
+uint64_t dl_piece_wait (struct dl_sched *s, uint64_t paused_ns, uint64_t now_ns);
 
 /* Latency histogram: log-linear buckets (8 per power of two), so a
  * percentile is within 12.5%.  Zero-initialise before use.

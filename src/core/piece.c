@@ -25,6 +25,14 @@
  * when a piece would hold the whole unit, or with time slices on (no
  * read goes to the device in a write slice), units go whole: a writer
  * alone pays nothing, and a fast disk never sees pieces.
+ *
+ * Between two pieces the device is free, and the caller asks
+ * (dl_piece_wait) before sending the next: while anticipation waits for
+ * the reader (its read at the device, or its next read expected within
+ * its think time), the piece waits too, so that the next read finds
+ * the device idle rather than a piece just begun.  For at most one
+ * piece's time each: the writes keep half the device, and a reader
+ * that does not come back costs them no more than that.
  */
 #include <config.h>
 
@@ -35,10 +43,19 @@
 /* Pieces in multiples of this: any device's O_DIRECT alignment divides it. */
 #define PIECE_ALIGN 4096
 
+/* A piece's device time: write_piece, but never under two accesses. */
+static uint64_t
+piece_budget (const struct dl_sched *s)
+{
+  uint64_t budget = 2 * devtime_access (s, DL_WRITE);
+
+  return budget < s->t.write_piece_ns ? s->t.write_piece_ns : budget;
+}
+
 void
 piece_set (struct dl_sched *s, struct dl_req *u, uint64_t now)
 {
-  uint64_t bytes, budget;
+  uint64_t bytes;
 
   u->piece_length = 0;
   /* Time slices (slice.c) keep reads off the device during a write
@@ -48,10 +65,7 @@ piece_set (struct dl_sched *s, struct dl_req *u, uint64_t now)
       s->t.read_slice_ns != 0 || s->t.policy != DL_POLICY_DEADLINE ||
       !dl_reader_recent (s, now))
     return;
-  budget = 2 * devtime_access (s, DL_WRITE);
-  if (budget < s->t.write_piece_ns)
-    budget = s->t.write_piece_ns;
-  bytes = devtime_bytes_in (s, DL_WRITE, budget);
+  bytes = devtime_bytes_in (s, DL_WRITE, piece_budget (s));
   if (bytes == 0)
     return;                     /* not learned yet */
   bytes -= bytes % PIECE_ALIGN;
@@ -61,4 +75,20 @@ piece_set (struct dl_sched *s, struct dl_req *u, uint64_t now)
     return;
   u->piece_length = bytes;
   s->st.write_pieced++;
+}
+
+uint64_t
+dl_piece_wait (struct dl_sched *s, uint64_t paused_ns, uint64_t now)
+{
+  uint64_t until, wake;
+
+  if (!antic_expecting (s, now))
+    return 0;
+  until = (paused_ns != 0 ? paused_ns : now) + piece_budget (s);
+  if (now >= until)
+    return 0;
+  if (paused_ns == 0)
+    s->st.piece_waits++;
+  wake = antic_timer (s, now);        /* the end of the wait for the reader */
+  return wake != 0 && wake < until ? wake : until;
 }

@@ -82,7 +82,8 @@ struct xfer {
   struct ra_token ra;           /* a read's extent read ahead, to fill */
   uint64_t ra_lo;
   uint32_t asked;               /* length of the last read or write sent */
-  struct xfer *next_free;
+  uint64_t paused_ns;           /* waiting before its next piece since */
+  struct xfer *next_free;       /* on e->xfer_free, or on e->paused */
 };
 
 /* user_data tags in the low bits of the xfer pointer */
@@ -639,6 +640,16 @@ write_done (struct xfer *x, int res)
   if (x->done < x->hi - x->lo) {
     if ((uint32_t) res < x->asked)
       count (x->e, &x->e->st.short_io);
+    else if (x->piece != 0 && !x->e->draining &&
+             dl_piece_wait (x->e->sched, 0, engine_now_ns ()) != 0) {
+      /* Between two pieces, a dependent reader first (piece.c):
+       * direct_resume sends the next one.
+       */
+      x->paused_ns = engine_now_ns ();
+      x->next_free = x->e->paused;
+      x->e->paused = x;
+      return true;
+    }
     submit_main (x);
     return true;
   }
@@ -709,9 +720,34 @@ direct_reap (struct engine *e)
   }
 }
 
+/* The pieces kept back (write_done) that may go now; the earliest time
+ * one of the others may.
+ */
+static uint64_t
+direct_resume (struct engine *e, uint64_t now)
+{
+  struct xfer **p = &e->paused, *x;
+  uint64_t wake = 0, w;
+
+  while ((x = *p) != NULL) {
+    w = e->draining ? 0 : dl_piece_wait (e->sched, x->paused_ns, now);
+    if (w != 0) {
+      if (wake == 0 || w < wake)
+        wake = w;
+      p = &x->next_free;
+      continue;
+    }
+    *p = x->next_free;
+    x->paused_ns = 0;
+    submit_main (x);
+  }
+  return wake;
+}
+
 const struct dispatcher direct_dispatcher = {
   .start = direct_start,
   .issue = direct_issue,
   .push = direct_push,
+  .resume = direct_resume,
   .stop = direct_stop,
 };

@@ -336,6 +336,11 @@ pump (struct engine *e)
    */
   ev_timer_stop (e->loop, &e->sched_timer);
   t = waiting ? dl_next_timer (e->sched, now) : 0;
+  if (e->disp->resume) {
+    uint64_t wake = e->disp->resume (e, now);
+    if (wake != 0 && (t == 0 || wake < t))
+      t = wake;
+  }
   if (t) {
     double after = t > now ? (double) (t - now) / 1e9 : 0.;
     ev_timer_set (&e->sched_timer, after, 0.);

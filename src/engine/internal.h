@@ -63,6 +63,11 @@ struct dispatcher {
                 size_t errlen);
   void (*issue) (struct engine *e, struct dl_req *unit);
   void (*push) (struct engine *e);      /* NULL: nothing to push */
+  /* Send what waits between two pieces of a write (dl_piece_wait) if
+   * it may go now; the time to be called again, 0: none.  NULL: the
+   * dispatcher never keeps pieces back.
+   */
+  uint64_t (*resume) (struct engine *e, uint64_t now);
   void (*stop) (struct engine *e);
 };
 extern const struct dispatcher direct_dispatcher;
@@ -107,6 +112,7 @@ struct engine {
   int efd;
   struct bufpool pool;
   struct xfer *xfer_free;
+  struct xfer *paused;          /* writes waiting between two pieces */
   void *zeroes;                 /* ZCHUNK aligned zero bytes, read-only */
 
   /* NEXT. */

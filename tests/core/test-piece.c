@@ -165,6 +165,75 @@ main (void)
   CHECK_EQ (one_write (s, UNIT, UNIT_NS), 0);
   finish (s);
 
+  /* Between two pieces (dl_piece_wait), with anticipation on: a piece
+   * waits while the reader's read is at the device and while its next
+   * one is expected, at most one piece's time (2 ms here); without a
+   * reader to wait for, it goes at once.
+   */
+  t.anticipate_ns = 20 * MS;
+  s = setup (&t, true);
+  {
+    struct dl_req *w, *r, *u;
+    uint64_t paused, wake;
+
+    ins (s, DL_OP_WRITE, woff, UNIT);
+    woff += UNIT;
+    w = dl_dispatch (s, now);
+    REQUIRE (w != NULL && w->op == DL_OP_WRITE);
+    CHECK_EQ (w->piece_length, 48 * KiB);
+    CHECK_EQ (dl_piece_wait (s, 0, now), 0);    /* nobody to wait for */
+    /* cat's next read, between two pieces: it goes to the device and
+     * the next piece waits for it.
+     */
+    now += 1 * MS;
+    r = mkreq (DL_OP_READ, (1ULL << 30) + 4 * 64 * KiB, 4 * KiB, 0);
+    r->stream = 2;
+    dl_insert (s, r, now);
+    u = dl_dispatch (s, now);
+    REQUIRE (u == r);
+    paused = now;
+    wake = dl_piece_wait (s, 0, now);
+    CHECK_EQ (wake, paused + 2 * MS);           /* at most a piece's time */
+    CHECK_EQ (stats (s).piece_waits, 1);
+    now += 1 * MS;
+    dl_complete (s, u, now);
+    /* Done: its reader comes back within ~1 ms (its think time), so the
+     * piece waits still, no later than its bound.
+     */
+    wake = dl_piece_wait (s, paused, now);
+    CHECK (wake > now && wake <= paused + 2 * MS);
+    CHECK_EQ (stats (s).piece_waits, 1);        /* one wait, asked twice */
+    /* One piece's time after it began to wait, it goes. */
+    now = paused + 2 * MS;
+    CHECK_EQ (dl_piece_wait (s, paused, now), 0);
+    /* And once the reader is overdue, a new piece does not wait. */
+    now += 40 * MS;
+    CHECK_EQ (dl_piece_wait (s, 0, now), 0);
+    dl_complete (s, w, now);
+  }
+  finish (s);
+  /* Anticipation off: pieces never wait. */
+  t.anticipate_ns = 0;
+  s = setup (&t, true);
+  {
+    struct dl_req *r, *u;
+
+    ins (s, DL_OP_WRITE, woff, UNIT);
+    woff += UNIT;
+    u = dl_dispatch (s, now);
+    REQUIRE (u != NULL && u->piece_length != 0);
+    r = mkreq (DL_OP_READ, 1ULL << 31, 4 * KiB, 0);
+    r->stream = 2;
+    dl_insert (s, r, now);
+    REQUIRE (dl_dispatch (s, now) == r);
+    CHECK_EQ (dl_piece_wait (s, 0, now), 0);
+    now += 1 * MS;
+    dl_complete (s, r, now);
+    dl_complete (s, u, now);
+    CHECK_EQ (stats (s).piece_waits, 0);
+  }
+  finish (s);
+
   /* Off: write_piece 0, time slices on, profile seed, elevator. */
   t.write_piece_ns = 0;
   s = setup (&t, true);

@@ -17,7 +17,7 @@ vm_boot ()
     local log=$1 append=$2
     rm -f "$tmp/ser.in" "$tmp/ser.out"
     mkfifo "$tmp/ser.in" "$tmp/ser.out"
-    qemu-system-x86_64 -accel "$QEMU_ACCEL" -m "$VM_MEM" -smp 1 \
+    qemu-system-x86_64 -accel "$QEMU_ACCEL" -m "$VM_MEM" -smp "${VM_SMP:-1}" \
         -display none -nodefaults -no-reboot \
         -kernel "$KERNEL" -initrd "$INITRD" \
         -append "console=ttyS0 quiet loglevel=4 panic=-1 $append" \

@@ -153,6 +153,9 @@ enum dl_policy {
      0, DL_SEC, "must be at most 1s (0 = off)",                           \
      "beside a dependent reader, a write goes to the device in pieces "   \
      "of at most this much device time (piece.c); 0 = whole units")       \
+  X (piece_wait, "piece_wait", BOOL, true, 0, 1, "",                      \
+     "... and its next piece waits while anticipation waits for the "     \
+     "reader, at most one piece's time (piece.c)")                        \
   X (read_slice_ns, "read_slice", DURATION, 0,                            \
      0, DL_SEC, "must be at most 1s (0 = off)",                           \
      "beside a dependent reader, the device's time for reads in each "    \

@@ -82,7 +82,7 @@ dl_piece_wait (struct dl_sched *s, uint64_t paused_ns, uint64_t now)
 {
   uint64_t until, wake;
 
-  if (!antic_expecting (s, now))
+  if (!s->t.piece_wait || !antic_expecting (s, now))
     return 0;
   until = (paused_ns != 0 ? paused_ns : now) + piece_budget (s);
   if (now >= until)

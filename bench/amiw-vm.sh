@@ -242,6 +242,11 @@ for run in $(seq "$RUNS"); do
                 for k in read read_queue read_device; do
                     res+=" filter_${k}_ms=$(ss_read_wait "$tmp/$tag.cat0" "$tmp/$tag.cat1" $k)"
                 done
+                # the flood cat's reads at the device, those sent while
+                # a write was there, and the pieces kept back for them
+                for k in read_device_latency_count reads_behind_write_total write_piece_waits_total; do
+                    res+=" $k=$(ss_delta "$tmp/$tag.cat0" "$tmp/$tag.cat1" $k)"
+                done
             fi
             [ -n "$res" ] && [ -f "$tmp/$tag.idle0" ] && [ -f "$tmp/$tag.idle1" ] &&
                 res+=" filter_idle_read_ms=$(ss_read_wait "$tmp/$tag.idle0" "$tmp/$tag.idle1")"

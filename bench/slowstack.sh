@@ -142,6 +142,14 @@ ss_read_wait ()
               printf "%.1f", (v[2, k "_latency_sum_us"] - v[1, k "_latency_sum_us"]) / n / 1000 }' "$1" "$2"
 }
 
+# ss_delta BEFORE AFTER KEY: how much the counter KEY grew between two
+# ss_stats snapshots ("-" when it is in neither)
+ss_delta ()
+{
+    awk -v k="$3" 'FNR == 1 { f++ } $1 == k { v[f] = $2; seen = 1 }
+        END { if (seen) printf "%d", v[2] - v[1]; else print "-" }' "$1" "$2"
+}
+
 ss_label () { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline|*=qemu-nbd) echo "${1%%=*}" ;; *) echo "$1" ;; esac; }
 ss_spec ()  { case $1 in *=*:*|*=plain|*=elevator|*=noop|*=deadline|*=qemu-nbd) echo "${1#*=}" ;; *) echo "$1" ;; esac; }
 # ss_is_baseline SPEC: true for the servers without the filter

@@ -20,7 +20,8 @@
 #           shaped as a throttled volume, 20 MiB/s with short seeks, so
 #           that the pieces stay small whatever the machine): writes
 #           below 128 KiB (what FUSE splits writes into) must reach it,
-#           and no data may differ.
+#           some pieces must have waited for the reader's read
+#           (piece_wait), and no data may differ.
 source "$(dirname "$0")/functions.sh"
 requires_filter
 requires test -x ./pieces
@@ -29,8 +30,10 @@ requires test -f "$($NBDKIT --dump-config | sed -n 's/^filterdir=//p')/nbdkit-lo
 fails=0
 fail () { echo "$0: FAIL: $*"; fails=$((fails + 1)); }
 
-# pieced SOCK: the filter's count of units sent in pieces, at exit
+# pieced SOCK: the filter's count of units sent in pieces, at exit;
+# piece_waits SOCK: of pieces kept back for the reader
 pieced () { sed -n 's/.*deadline stats (exit):.* pieced=\([0-9]*\).*/\1/p' "$1.log" | tail -1; }
+piece_waits () { sed -n 's/.*deadline stats (exit):.* pieced=[0-9]*\/\([0-9]*\).*/\1/p' "$1.log" | tail -1; }
 # writes LOG LO HI: how many writes of LO to HI bytes the log shows
 writes ()
 {
@@ -98,9 +101,13 @@ run direct "$sock"
 stop_nbdkit "$sock"
 tail -n +"$((skip + 1))" "$tmpdir/below-direct.log" > "$tmpdir/direct.run.log"
 np=$(writes "$tmpdir/direct.run.log" 4096 131071)
-echo "direct: below the device: $np writes below 128 KiB; pieced=$(pieced "$sock")"
+echo "direct: below the device: $np writes below 128 KiB; pieced=$(pieced "$sock"), pieces kept back for the reader $(piece_waits "$sock")"
 [ "$np" -ge 32 ] || fail "direct: $np writes below 128 KiB below the device: writes were not sent in pieces"
 [ "$(pieced "$sock")" -ge 4 ] 2>/dev/null || fail "direct: the filter counted $(pieced "$sock") pieced units"
+# Between two pieces the next waits for cat's read (piece_wait): the
+# run, whose data the client checks, must have had such waits.
+[ "$(piece_waits "$sock")" -ge 1 ] 2>/dev/null ||
+    fail "direct: no piece waited for the reader ($(piece_waits "$sock"))"
 
 [ $fails = 0 ] || exit 1
 echo "$0: ok"

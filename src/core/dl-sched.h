@@ -153,9 +153,10 @@ enum dl_policy {
      0, DL_SEC, "must be at most 1s (0 = off)",                           \
      "beside a dependent reader, a write goes to the device in pieces "   \
      "of at most this much device time (piece.c); 0 = whole units")       \
-  X (piece_wait, "piece_wait", BOOL, true, 0, 1, "",                      \
-     "... and its next piece waits while anticipation waits for the "     \
-     "reader, at most one piece's time (piece.c)")                        \
+  X (piece_wait_ns, "piece_wait", DURATION, 2 * DL_MS,                    \
+     0, DL_SEC, "must be at most 1s (0 = off)",                           \
+     "... and its next piece waits at most this long while anticipation " \
+     "waits for the reader (piece.c); 0 = never")                         \
   X (read_slice_ns, "read_slice", DURATION, 0,                            \
      0, DL_SEC, "must be at most 1s (0 = off)",                           \
      "beside a dependent reader, the device's time for reads in each "    \
@@ -399,7 +400,7 @@ uint64_t dl_next_timer (const struct dl_sched *s, uint64_t now_ns);
  * ask again at the latest (a completion may answer sooner).  paused_ns
  * is when this piece began to wait (0: it has not yet).  Not while the
  * dependent reader anticipation waits for has its read at the device
- * or is expected back, for at most one piece's time (piece.c).
+ * or is expected back, for at most piece_wait (piece.c).
  */
 uint64_t dl_piece_wait (struct dl_sched *s, uint64_t paused_ns, uint64_t now_ns);
 

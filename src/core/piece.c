@@ -30,9 +30,10 @@
  * (dl_piece_wait) before sending the next: while anticipation waits for
  * the reader (its read at the device, or its next read expected within
  * its think time), the piece waits too, so that the next read finds
- * the device idle rather than a piece just begun.  For at most one
- * piece's time each: the writes keep half the device, and a reader
- * that does not come back costs them no more than that.
+ * the device idle rather than a piece just begun.  For at most
+ * piece_wait each: a reader that does not come back costs the writes
+ * no more than that, and the writes keep at least piece / (piece +
+ * piece_wait) of the device.
  */
 #include <config.h>
 
@@ -82,9 +83,9 @@ dl_piece_wait (struct dl_sched *s, uint64_t paused_ns, uint64_t now)
 {
   uint64_t until, wake;
 
-  if (!s->t.piece_wait || !antic_expecting (s, now))
+  if (s->t.piece_wait_ns == 0 || !antic_expecting (s, now))
     return 0;
-  until = (paused_ns != 0 ? paused_ns : now) + piece_budget (s);
+  until = (paused_ns != 0 ? paused_ns : now) + s->t.piece_wait_ns;
   if (now >= until)
     return 0;
   if (paused_ns == 0)

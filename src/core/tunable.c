@@ -92,7 +92,7 @@ dl_tunables_default (struct dl_tunables *t)
  *   size_cost off: a request costs 1 or seek_cost, whatever its size
  *     (deadline_move_requests);
  *   anticipate 0, preempt off (which also turns off the write hold),
- *     write_piece 0 and piece_wait off, readahead 0, read_slice 0:
+ *     write_piece 0 and piece_wait 0, readahead 0, read_slice 0:
  *     none of them existed;
  *   max_merge 255 sectors (130560 bytes): 2.5's request limit
  *     (MAX_SECTORS, which ll_back_merge_fn and ll_front_merge_fn check
@@ -114,7 +114,7 @@ profile_seed (struct dl_tunables *t)
   t->size_cost = false;
   t->seed_batches = true;
   t->write_piece_ns = 0;
-  t->piece_wait = false;
+  t->piece_wait_ns = 0;
   t->readahead = 0;
   t->read_slice_ns = 0;
 }

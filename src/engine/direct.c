@@ -309,6 +309,8 @@ submit_main (struct xfer *x)
                TAG_MAIN);
   if (r < 0)
     fail (x, r);
+  else if (write)
+    x->e->writes_at_device++;
 }
 
 /* An SQE for a one-step phase of x (no buffer, no tag), or NULL after
@@ -542,7 +544,12 @@ direct_issue (struct engine *e, struct dl_req *unit)
   }
 
   switch (unit->op) {
-  case DL_OP_READ:  start_read (x, off, len + ahead (x, unit)); break;
+  case DL_OP_READ:
+    /* (what pieces and their waits for the reader are to make rare) */
+    if (e->writes_at_device > 0)
+      count (e, &e->st.reads_behind_write);
+    start_read (x, off, len + ahead (x, unit));
+    break;
   case DL_OP_WRITE: start_write (x, off, len); break;
   case DL_OP_ZERO:  started = start_zero (x, off, len); break;
   case DL_OP_TRIM:  started = start_trim (x, off, len); break;
@@ -691,7 +698,10 @@ on_cqe (struct xfer *x, int res)
   switch (x->phase) {
   case X_READ:   goes_on = read_done (x, res); break;
   case X_RMW:    goes_on = rmw_done (x, res); break;
-  case X_WRITE:  goes_on = write_done (x, res); break;
+  case X_WRITE:
+    x->e->writes_at_device--;
+    goes_on = write_done (x, res);
+    break;
   case X_FALLOC: goes_on = falloc_done (x, res); break;
   case X_FSYNC:
     if (res < 0)

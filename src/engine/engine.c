@@ -719,7 +719,7 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 " seeks=%" PRIu64 " hazard_holds=%" PRIu64
                 " preemptions=%" PRIu64 " write_holds=%" PRIu64
                 " antic=%" PRIu64 "/%" PRIu64 "/%" PRIu64
-                " pieced=%" PRIu64
+                " pieced=%" PRIu64 "/%" PRIu64 " behind=%" PRIu64
                 " ahead=%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64
                 " slices=%" PRIu64 "/%" PRIu64
                 " device_rate=%" PRIu64 "/%" PRIu64
@@ -739,6 +739,7 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 st->sched.hazard_holds, st->sched.preemptions,
                 st->sched.write_holds, st->sched.antic_waits, st->sched.antic_hits,
                 st->sched.antic_misses, st->sched.write_pieced,
+                st->sched.piece_waits, st->reads_behind_write,
                 st->sched.read_ahead, st->ra_fills, st->ra_hits, st->ra_dropped,
                 st->sched.slices[DL_READ], st->sched.slices[DL_WRITE],
                 st->sched.device_rate[DL_READ], st->sched.device_rate[DL_WRITE],

@@ -177,6 +177,9 @@ void engine_get_tunables (struct engine *e, struct dl_tunables *t);
   X (ra_fills, "readahead_fills_total", "extents read ahead and kept")   \
   X (ra_dropped, "readahead_dropped_total",                              \
      "... dropped unread because a write overlapped them")               \
+  X (reads_behind_write, "reads_behind_write_total",                     \
+     "reads sent while a write was at the device, which each waited for " \
+     "(direct path)")                                                    \
   /* end of ENGINE_STATS_IO */
 
 #define ENGINE_STATS_PEAKS(X)                                            \

@@ -113,6 +113,7 @@ struct engine {
   struct bufpool pool;
   struct xfer *xfer_free;
   struct xfer *paused;          /* writes waiting between two pieces */
+  uint32_t writes_at_device;    /* write SQEs outstanding (direct.c) */
   void *zeroes;                 /* ZCHUNK aligned zero bytes, read-only */
 
   /* NEXT. */

@@ -167,8 +167,8 @@ main (void)
 
   /* Between two pieces (dl_piece_wait), with anticipation on: a piece
    * waits while the reader's read is at the device and while its next
-   * one is expected, at most one piece's time (2 ms here); without a
-   * reader to wait for, it goes at once.
+   * one is expected, at most piece_wait (2 ms); without a reader to
+   * wait for, it goes at once.
    */
   t.anticipate_ns = 20 * MS;
   s = setup (&t, true);
@@ -193,7 +193,7 @@ main (void)
     REQUIRE (u == r);
     paused = now;
     wake = dl_piece_wait (s, 0, now);
-    CHECK_EQ (wake, paused + 2 * MS);           /* at most a piece's time */
+    CHECK_EQ (wake, paused + 2 * MS);           /* at most piece_wait */
     CHECK_EQ (stats (s).piece_waits, 1);
     now += 1 * MS;
     dl_complete (s, u, now);
@@ -203,7 +203,7 @@ main (void)
     wake = dl_piece_wait (s, paused, now);
     CHECK (wake > now && wake <= paused + 2 * MS);
     CHECK_EQ (stats (s).piece_waits, 1);        /* one wait, asked twice */
-    /* One piece's time after it began to wait, it goes. */
+    /* piece_wait after it began to wait, it goes. */
     now = paused + 2 * MS;
     CHECK_EQ (dl_piece_wait (s, paused, now), 0);
     /* And once the reader is overdue, a new piece does not wait. */
@@ -212,6 +212,31 @@ main (void)
     dl_complete (s, w, now);
   }
   finish (s);
+  /* The bound follows piece_wait; 0 turns the waits off. */
+  t.piece_wait_ns = 5 * MS;
+  s = setup (&t, true);
+  {
+    struct dl_req *w, *r;
+
+    ins (s, DL_OP_WRITE, woff, UNIT);
+    woff += UNIT;
+    w = dl_dispatch (s, now);
+    REQUIRE (w != NULL && w->piece_length != 0);
+    now += 1 * MS;
+    r = mkreq (DL_OP_READ, (1ULL << 30) + 4 * 64 * KiB, 4 * KiB, 0);
+    r->stream = 2;
+    dl_insert (s, r, now);
+    REQUIRE (dl_dispatch (s, now) == r);
+    CHECK_EQ (dl_piece_wait (s, 0, now), now + 5 * MS);
+    t.piece_wait_ns = 0;
+    REQUIRE (dl_sched_set_tunables (s, &t, NULL, 0) == 0);
+    CHECK_EQ (dl_piece_wait (s, 0, now), 0);
+    now += 1 * MS;
+    dl_complete (s, r, now);
+    dl_complete (s, w, now);
+  }
+  finish (s);
+  t.piece_wait_ns = 2 * MS;
   /* Anticipation off: pieces never wait. */
   t.anticipate_ns = 0;
   s = setup (&t, true);

@@ -94,7 +94,7 @@ make_slow_device "$tmpdir/slow" --filter=log "$SLOWDISK" size=128M rate=20M seek
     echo "$0: FAIL: cannot set up the logged block device"; exit 1; }
 sock=$tmpdir/direct
 start_nbdkit "$sock" --filter="$FILTER" file "$slowdev" \
-    deadline-dispatch=direct deadline-write-piece=1us || exit 1
+    deadline-dispatch=direct deadline-write-piece=1us deadline-piece-wait=2ms || exit 1
 expect_dispatch "$sock" direct || fail "direct: not the direct path"
 skip=$(wc -l < "$tmpdir/below-direct.log")   # the set-up's requests
 run direct "$sock"
@@ -104,8 +104,9 @@ np=$(writes "$tmpdir/direct.run.log" 4096 131071)
 echo "direct: below the device: $np writes below 128 KiB; pieced=$(pieced "$sock"), pieces kept back for the reader $(piece_waits "$sock")"
 [ "$np" -ge 32 ] || fail "direct: $np writes below 128 KiB below the device: writes were not sent in pieces"
 [ "$(pieced "$sock")" -ge 4 ] 2>/dev/null || fail "direct: the filter counted $(pieced "$sock") pieced units"
-# Between two pieces the next waits for cat's read (piece_wait): the
-# run, whose data the client checks, must have had such waits.
+# Between two pieces the next waits for cat's read (piece_wait, off by
+# default, 2ms here): the run, whose data the client checks, must have
+# had such waits.
 [ "$(piece_waits "$sock")" -ge 1 ] 2>/dev/null ||
     fail "direct: no piece waited for the reader ($(piece_waits "$sock"))"
 

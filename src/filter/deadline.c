@@ -212,7 +212,7 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "                                in pieces of this much device time (default\n" \
   "                                2ms, 0 = whole units).\n" \
   "deadline-piece-wait=DURATION    The next piece waits this long at most while\n" \
-  "                                the reader is expected (default 2ms, 0 = never).\n" \
+  "                                the reader is expected (default 0 = never).\n" \
   "deadline-read-slice=DURATION    Beside a dependent reader, turns of the device:\n" \
   "                                this long for reads (default 0 = off) ...\n" \
   "deadline-write-slice=DURATION   ... and this long for writes (default 40ms).\n" \

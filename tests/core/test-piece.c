@@ -171,6 +171,8 @@ main (void)
    * wait for, it goes at once.
    */
   t.anticipate_ns = 20 * MS;
+  CHECK_EQ (t.piece_wait_ns, 0);              /* off by default */
+  t.piece_wait_ns = 2 * MS;
   s = setup (&t, true);
   {
     struct dl_req *w, *r, *u;
@@ -236,7 +238,6 @@ main (void)
     dl_complete (s, w, now);
   }
   finish (s);
-  t.piece_wait_ns = 2 * MS;
   /* Anticipation off: pieces never wait. */
   t.anticipate_ns = 0;
   s = setup (&t, true);

@@ -206,37 +206,6 @@ pays (const struct dl_sched *s, const struct dl_stream *st)
     (st->think_ns <= s->t.anticipate_ns && st->seek <= ANTIC_NEAR);
 }
 
-/* What a read's arrival teaches about its reader: its think time and
- * distance, if every read of its had completed (a dependent read).
- */
-static void
-learn_arrival (struct dl_sched *s, struct dl_stream *st,
-               const struct dl_req *r, uint64_t now)
-{
-  if (st->conn == 0)
-    st->conn = r->stream;
-  /* Whether the reader had another read outstanding, not whether its
-   * last one had completed: a reader at depth 32 sends each read just
-   * after a completion too, but 31 others are still waiting.
-   */
-  if (st->outstanding == 0 && st->last_done_ns != 0) {
-    uint64_t think = now >= st->last_done_ns ? now - st->last_done_ns : 0;
-
-    st->think_ns = ewma (st->think_ns, think, st->dependent);
-    st->seek = ewma (st->seek, distance (r->offset, st->last_end), st->dependent);
-    st->dependent++;
-  }
-  else if (st->outstanding > 0)
-    st->overlapped++;
-  if (st->dependent + st->overlapped > 1000) {
-    st->dependent /= 2;         /* let old behaviour fade */
-    st->overlapped /= 2;
-  }
-  st->last_arrival_ns = now;
-  if (learned (st) && pays (s, st))
-    s->antic.dependent_ns = now;
-}
-
 /* A read arrived: learn the reader's think time and distance, and end
  * a wait for it.
  */
@@ -256,8 +225,30 @@ antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now)
    * another connection that it adopts (rule 2) must not take that
    * reader's next read away from it (rule 1).
    */
-  learn_arrival (s, st, r, now);
+  if (st->conn == 0)
+    st->conn = r->stream;
+  /* Whether the reader had another read outstanding, not whether its
+   * last one had completed: a reader at depth 32 sends each read just
+   * after a completion too, but 31 others are still waiting.
+   */
+  if (st->outstanding == 0 && st->last_done_ns != 0) {
+    /* Every read of its had completed: a dependent read. */
+    uint64_t think = now >= st->last_done_ns ? now - st->last_done_ns : 0;
+
+    st->think_ns = ewma (st->think_ns, think, st->dependent);
+    st->seek = ewma (st->seek, distance (r->offset, st->last_end), st->dependent);
+    st->dependent++;
+  }
+  else if (st->outstanding > 0)
+    st->overlapped++;
   st->outstanding++;
+  if (st->dependent + st->overlapped > 1000) {
+    st->dependent /= 2;         /* let old behaviour fade */
+    st->overlapped /= 2;
+  }
+  st->last_arrival_ns = now;
+  if (learned (st) && pays (s, st))
+    s->antic.dependent_ns = now;
 
   if (s->antic.on && s->antic.reader == st->key) {
     if (s->antic.counted) {
@@ -415,33 +406,4 @@ antic_reader_near (const struct dl_sched *s, const struct dl_req *u)
 
   return st != NULL && st->dependent >= ANTIC_LEARN &&
     waits_for_each_read (st) && st->seek <= ANTIC_NEAR;
-}
-
-/* A read answered without the device (the caller's readahead cache,
- * ahead.c) is still its reader's: it arrived and completed at once.
- * Without it, the reads a cache answers would count as the reader's
- * think time, and a reader served mostly from readahead would look too
- * slow to wait for, its next read to the device finding a write there.
- * A wait for this reader goes on from now.
- */
-void
-dl_read_hit (struct dl_sched *s, uint64_t offset, uint64_t length,
-             uint64_t stream, uint64_t now)
-{
-  struct dl_req r = { .op = DL_OP_READ, .dir = DL_READ, .offset = offset,
-                      .length = length, .stream = stream };
-  struct dl_stream *st;
-
-  if (!learning (s) || (st = reader_for (s, &r, now)) == NULL)
-    return;
-  learn_arrival (s, st, &r, now);
-  st->last_done_ns = now;
-  st->last_end = offset + length;
-  r.reader = st->key;
-  if (antic_read_preempts (s, &r))
-    s->last_preempting_ns = now;        /* still about (piece.c, select.c) */
-  if (s->antic.on && s->antic.reader == st->key && s->antic.unit == NULL) {
-    s->antic.hold_ns = hold_for (s, st);
-    s->antic.until = now + s->antic.hold_ns;
-  }
 }

@@ -395,13 +395,6 @@ void dl_sched_check (const struct dl_sched *s);
  */
 uint64_t dl_next_timer (const struct dl_sched *s, uint64_t now_ns);
 
-/* A read the caller answered itself (its readahead cache): its reader
- * is active, which anticipation learns as a read that arrived and
- * completed now (anticipate.c).
- */
-void dl_read_hit (struct dl_sched *s, uint64_t offset, uint64_t length,
-                  uint64_t stream, uint64_t now_ns);
-
 /* A write unit at the device in pieces (piece_length): may its next
  * piece go now?  0: yes.  Otherwise not yet, and the time at which to
  * ask again at the latest (a completion may answer sooner).  paused_ns

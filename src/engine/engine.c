@@ -442,7 +442,6 @@ on_wake (struct ev_loop *loop, ev_async *w, int revents)
   struct engine *e = w->data;
   struct inbox_batch b;
   struct engine_req *r, *next;
-  unsigned i;
 
   (void) loop;
   inbox_take (e, &b);
@@ -455,9 +454,6 @@ on_wake (struct ev_loop *loop, ev_async *w, int revents)
     next = r->inbox_next;
     unit_done (e, &r->dl, 0, true);
   }
-  for (i = 0; i < b.nhits; i++)
-    dl_read_hit (e->sched, b.hits[i].offset, b.hits[i].length,
-                 b.hits[i].stream, b.hits[i].t);
   insert_arrivals (e, b.in, b.stopping);
   if (b.stopping && !e->draining)
     drain_waiting (e);
@@ -578,7 +574,6 @@ engine_submit (struct engine *e, struct engine_req *r)
       racache_lookup (&e->ra, r->export_id, r->buf, r->offset, r->length,
                       engine_now_ns ())) {
     __atomic_add_fetch (&e->submitted, 1, __ATOMIC_RELAXED);
-    inbox_hit (e, r, engine_now_ns ());
     return 0;
   }
   if (wb_applies (e, r)) {

@@ -9,7 +9,6 @@
  * all here.
  */
 #include <errno.h>
-#include <string.h>
 
 #include "internal.h"
 
@@ -73,29 +72,6 @@ inbox_put (struct engine *e, struct engine_req *r,
   return 0;
 }
 
-/* A read answered from the readahead cache: the loop tells the core,
- * whose readers learn from it (anticipate.c, dl_read_hit).  Beyond
- * INBOX_HITS since the loop's last turn, the latest are kept.
- */
-void
-inbox_hit (struct engine *e, const struct engine_req *r, uint64_t now)
-{
-  bool first;
-
-  pthread_mutex_lock (&e->lock);
-  first = e->nhits == 0;
-  if (e->nhits == INBOX_HITS)
-    memmove (e->hits, e->hits + 1, (INBOX_HITS - 1) * sizeof *e->hits);
-  else
-    e->nhits++;
-  e->hits[e->nhits - 1] = (struct read_hit) {
-    .offset = r->offset, .length = r->length, .stream = r->stream, .t = now,
-  };
-  pthread_mutex_unlock (&e->lock);
-  if (first)
-    ev_async_send (e->loop, &e->wake);
-}
-
 /* A worker has performed every member of the unit whose head this is. */
 void
 inbox_done (struct engine *e, struct engine_req *head)
@@ -127,8 +103,5 @@ inbox_take (struct engine *e, struct inbox_batch *b)
   b->tunables_pending = e->tunables_pending;
   b->tunables = e->new_tunables;
   e->tunables_pending = false;
-  b->nhits = e->nhits;
-  memcpy (b->hits, e->hits, e->nhits * sizeof *e->hits);
-  e->nhits = 0;
   pthread_mutex_unlock (&e->lock);
 }

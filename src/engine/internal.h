@@ -31,12 +31,6 @@
 #include "bufpool.h"
 
 struct xfer;
-
-/* A read the readahead cache answered, on its way to the core (inbox.c). */
-#define INBOX_HITS 32
-struct read_hit {
-  uint64_t offset, length, stream, t;
-};
 struct wb_write;
 struct engine;
 
@@ -89,8 +83,6 @@ struct engine {
   /* Shared with submitting threads and workers, under lock. */
   pthread_mutex_t lock;
   struct engine_req *inbox_head, *inbox_tail;
-  struct read_hit hits[INBOX_HITS];     /* since the loop's last turn */
-  unsigned nhits;
   struct engine_req *done_head; /* NEXT: unit heads finished by workers */
   bool started, stopping, stopped;
   bool tunables_pending;
@@ -151,7 +143,6 @@ struct engine {
 };
 
 /* inbox.c */
-void inbox_hit (struct engine *e, const struct engine_req *r, uint64_t now);
 int inbox_put (struct engine *e, struct engine_req *r,
                void (*cb) (struct engine_req *, void *), void *opaque);
 void inbox_done (struct engine *e, struct engine_req *head);
@@ -161,8 +152,6 @@ struct inbox_batch {
   bool stopping;
   bool tunables_pending;
   struct dl_tunables tunables;
-  struct read_hit hits[INBOX_HITS];     /* for the core's readers (dl_read_hit) */
-  unsigned nhits;
 };
 void inbox_take (struct engine *e, struct inbox_batch *b);
 

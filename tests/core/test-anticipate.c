@@ -346,36 +346,5 @@ main (void)
   CHECK_EQ (dl_sched_set_tunables (s, &t, NULL, 0), 0);
   writes_go_next (s);
 
-  /* A read the caller's readahead cache answered (dl_read_hit) is the
-   * reader's too: the wait goes on from it.  Without it the writes
-   * would go at the first wait's end, as above.
-   */
-  t.anticipate_ns = 5 * MS;
-  t.preempt = false;
-  s = mksched (&t, 1);
-  flood (s, 8);
-  serve_read (s, 0, READER);
-  CHECK (dl_dispatch (s, now) == NULL);
-  CHECK_EQ (dl_next_timer (s, now), now + 5 * MS);
-  now += 4 * MS;
-  dl_read_hit (s, 4 * KiB, 4 * KiB, READER, now);
-  CHECK_EQ (dl_next_timer (s, now), now + 5 * MS);
-  now += 3 * MS;                /* past where the first wait ended */
-  CHECK (dl_dispatch (s, now) == NULL);
-  read_from (s, READER, 8 * KiB);
-  u = dl_dispatch (s, now);
-  REQUIRE (u != NULL);
-  CHECK_EQ (u->op, DL_OP_READ);
-  CHECK_EQ (stats (s).antic_hits, 1);
-  CHECK_EQ (stats (s).antic_misses, 0);
-  now += 1 * MS;
-  dl_complete (s, u, now);
-  /* A hit from a reader nobody waits for changes no wait. */
-  CHECK (dl_dispatch (s, now) == NULL);
-  batches = dl_next_timer (s, now);
-  dl_read_hit (s, 1ULL << 35, 4 * KiB, READER + 1, now + 1 * MS);
-  CHECK_EQ (dl_next_timer (s, now), batches);
-  finish (s);
-
   return test_result ("anticipate");
 }

@@ -153,7 +153,7 @@ enum dl_policy {
      0, DL_SEC, "must be at most 1s (0 = off)",                           \
      "beside a dependent reader, a write goes to the device in pieces "   \
      "of at most this much device time (piece.c); 0 = whole units")       \
-  X (piece_wait_ns, "piece_wait", DURATION, 0,                    \
+  X (piece_wait_ns, "piece_wait", DURATION, 0,                            \
      0, DL_SEC, "must be at most 1s (0 = off)",                           \
      "... and its next piece waits at most this long while anticipation " \
      "waits for the reader (piece.c); 0 = never")                         \

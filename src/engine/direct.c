@@ -545,7 +545,9 @@ direct_issue (struct engine *e, struct dl_req *unit)
 
   switch (unit->op) {
   case DL_OP_READ:
-    /* (what pieces and their waits for the reader are to make rare) */
+    /* It waits at the device for the write there (reads_behind_write:
+     * what pieces are for).
+     */
     if (e->writes_at_device > 0)
       count (e, &e->st.reads_behind_write);
     start_read (x, off, len + ahead (x, unit));

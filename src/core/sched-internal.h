@@ -229,10 +229,10 @@ typedef bool dl_visit_fn (struct dl_req *v, void *arg);
  *   unit.c              a unit into both queues, or out of both
  *   cost.c              what a batch has spent; the device head
  *   devtime.c           what the device takes for a unit, learned
- *   piece.c             writes in pieces beside a dependent reader
  *   merge.c             merging into a queued unit (or queueing it)
  *   hazard.c            holding overlapping requests back; releasing them
  *   anticipate.c        learning dependent readers; waiting for them
+ *   piece.c             writes in pieces beside a dependent reader
  *   ahead.c             readahead for a dependent reader
  *   slice.c             time slices beside a dependent reader
  *   select.c            the choice of the next unit

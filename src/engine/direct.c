@@ -634,6 +634,27 @@ rmw_done (struct xfer *x, int res)
   return true;
 }
 
+/* Between two pieces of a write, a dependent reader first (piece.c):
+ * true if the core keeps x's next piece back, on e->paused until
+ * direct_resume sends it.
+ */
+static bool
+piece_kept_back (struct xfer *x)
+{
+  struct engine *e = x->e;
+  uint64_t now;
+
+  if (x->piece == 0 || e->draining)
+    return false;
+  now = engine_now_ns ();
+  if (dl_piece_wait (e->sched, 0, now) == 0)
+    return false;
+  x->paused_ns = now;
+  x->next_free = e->paused;
+  e->paused = x;
+  return true;
+}
+
 static bool
 write_done (struct xfer *x, int res)
 {
@@ -649,16 +670,8 @@ write_done (struct xfer *x, int res)
   if (x->done < x->hi - x->lo) {
     if ((uint32_t) res < x->asked)
       count (x->e, &x->e->st.short_io);
-    else if (x->piece != 0 && !x->e->draining &&
-             dl_piece_wait (x->e->sched, 0, engine_now_ns ()) != 0) {
-      /* Between two pieces, a dependent reader first (piece.c):
-       * direct_resume sends the next one.
-       */
-      x->paused_ns = engine_now_ns ();
-      x->next_free = x->e->paused;
-      x->e->paused = x;
+    else if (piece_kept_back (x))
       return true;
-    }
     submit_main (x);
     return true;
   }

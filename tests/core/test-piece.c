@@ -83,6 +83,30 @@ setup (const struct dl_tunables *t, bool reader)
   return s;
 }
 
+/* A write unit goes to the device in pieces; 1 ms later cat's next read
+ * (at roff) arrives between two of them and goes to the device.  Before
+ * it, no piece waits: there is nobody to wait for.  Returns the write
+ * unit; *rp is the read.
+ */
+static struct dl_req *
+read_between_pieces (struct dl_sched *s, uint64_t roff, struct dl_req **rp)
+{
+  struct dl_req *w, *r;
+
+  ins (s, DL_OP_WRITE, woff, UNIT);
+  woff += UNIT;
+  w = dl_dispatch (s, now);
+  REQUIRE (w != NULL && w->op == DL_OP_WRITE && w->piece_length != 0);
+  CHECK_EQ (dl_piece_wait (s, 0, now), 0);
+  now += 1 * MS;
+  r = mkreq (DL_OP_READ, roff, 4 * KiB, 0);
+  r->stream = 2;
+  dl_insert (s, r, now);
+  REQUIRE (dl_dispatch (s, now) == r);
+  *rp = r;
+  return w;
+}
+
 int
 main (void)
 {
@@ -175,24 +199,14 @@ main (void)
   t.piece_wait_ns = 2 * MS;
   s = setup (&t, true);
   {
-    struct dl_req *w, *r, *u;
+    struct dl_req *w, *u;
     uint64_t paused, wake;
 
-    ins (s, DL_OP_WRITE, woff, UNIT);
-    woff += UNIT;
-    w = dl_dispatch (s, now);
-    REQUIRE (w != NULL && w->op == DL_OP_WRITE);
-    CHECK_EQ (w->piece_length, 48 * KiB);
-    CHECK_EQ (dl_piece_wait (s, 0, now), 0);    /* nobody to wait for */
     /* cat's next read, between two pieces: it goes to the device and
      * the next piece waits for it.
      */
-    now += 1 * MS;
-    r = mkreq (DL_OP_READ, (1ULL << 30) + 4 * 64 * KiB, 4 * KiB, 0);
-    r->stream = 2;
-    dl_insert (s, r, now);
-    u = dl_dispatch (s, now);
-    REQUIRE (u == r);
+    w = read_between_pieces (s, (1ULL << 30) + 4 * 64 * KiB, &u);
+    CHECK_EQ (w->piece_length, 48 * KiB);
     paused = now;
     wake = dl_piece_wait (s, 0, now);
     CHECK_EQ (wake, paused + 2 * MS);           /* at most piece_wait */
@@ -220,15 +234,7 @@ main (void)
   {
     struct dl_req *w, *r;
 
-    ins (s, DL_OP_WRITE, woff, UNIT);
-    woff += UNIT;
-    w = dl_dispatch (s, now);
-    REQUIRE (w != NULL && w->piece_length != 0);
-    now += 1 * MS;
-    r = mkreq (DL_OP_READ, (1ULL << 30) + 4 * 64 * KiB, 4 * KiB, 0);
-    r->stream = 2;
-    dl_insert (s, r, now);
-    REQUIRE (dl_dispatch (s, now) == r);
+    w = read_between_pieces (s, (1ULL << 30) + 4 * 64 * KiB, &r);
     CHECK_EQ (dl_piece_wait (s, 0, now), now + 5 * MS);
     t.piece_wait_ns = 0;
     REQUIRE (dl_sched_set_tunables (s, &t, NULL, 0) == 0);
@@ -244,14 +250,7 @@ main (void)
   {
     struct dl_req *r, *u;
 
-    ins (s, DL_OP_WRITE, woff, UNIT);
-    woff += UNIT;
-    u = dl_dispatch (s, now);
-    REQUIRE (u != NULL && u->piece_length != 0);
-    r = mkreq (DL_OP_READ, 1ULL << 31, 4 * KiB, 0);
-    r->stream = 2;
-    dl_insert (s, r, now);
-    REQUIRE (dl_dispatch (s, now) == r);
+    u = read_between_pieces (s, 1ULL << 31, &r);
     CHECK_EQ (dl_piece_wait (s, 0, now), 0);
     now += 1 * MS;
     dl_complete (s, r, now);

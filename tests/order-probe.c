@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: observe the scheduler's order end to end.
  *
- *   order-probe [-w WRITES] [-g GAP] [-t MS] [-f] [-c CTL] SOCKET
+ *   order-probe [-w WRITES] [-g GAP] [-t MS] [-f] [-1] [-c CTL] SOCKET
  *
  * Floods the export with WRITES 4 KiB writes at ascending offsets GAP
  * apart (one connection, all in flight at once), waits MS milliseconds
@@ -17,6 +17,9 @@
  * counts every write arrived (requests_total).
  * With -f a flush is sent instead of the read (writes_before_flush=N):
  * it covers only completed writes, so it should not wait behind them.
+ * With -1 the read goes on the writes' connection, behind them, as a
+ * kernel client sends everything on one: the server sees it only once
+ * it has read every write before it off the socket (test-threads.sh).
  *
  *   order-probe -c CTL -S SEQ [-g GAP] SOCKET
  *
@@ -171,7 +174,7 @@ sequence (struct nbd_handle **h, const char *ctl, char *seq, uint64_t gap)
 int
 main (int argc, char *argv[])
 {
-  int nwrites = 64, wait_ms = 30, opt, i, flush = 0;
+  int nwrites = 64, wait_ms = 30, opt, i, flush = 0, one_conn = 0;
   uint64_t gap = 1 << 20, t0, tr = 0, tread = 0;
   int64_t base = 0;
   struct nbd_handle *h[2];
@@ -179,11 +182,12 @@ main (int argc, char *argv[])
   const char *ctl = NULL;
   char *seq = NULL;
 
-  while ((opt = getopt (argc, argv, "w:g:t:fc:S:")) != -1) {
+  while ((opt = getopt (argc, argv, "w:g:t:fc:S:1")) != -1) {
     switch (opt) {
     case 'c': ctl = optarg; break;
     case 'S': seq = optarg; break;
     case 'f': flush = 1; break;
+    case '1': one_conn = 1; break;
     case 'w': nwrites = atoi (optarg); break;
     case 'g': gap = strtoull (optarg, NULL, 10); break;
     case 't': wait_ms = atoi (optarg); break;
@@ -192,7 +196,7 @@ main (int argc, char *argv[])
   }
   if (optind != argc - 1 || (seq != NULL && ctl == NULL)) {
   usage:
-    fprintf (stderr, "usage: order-probe [-w WRITES] [-g GAP] [-t MS] [-f] [-c CTL] SOCKET\n"
+    fprintf (stderr, "usage: order-probe [-w WRITES] [-g GAP] [-t MS] [-f] [-1] [-c CTL] SOCKET\n"
              "       order-probe -c CTL -S SEQ [-g GAP] SOCKET\n");
     return EXIT_FAILURE;
   }
@@ -242,8 +246,10 @@ main (int argc, char *argv[])
   {
     nbd_completion_callback cb = { .callback = on_read };
     tr = now_us ();
-    if ((flush ? nbd_aio_flush (h[1], cb, 0)
-               : nbd_aio_pread (h[1], rbuf, sizeof rbuf, gap * (nwrites + 1), cb, 0)) == -1) {
+    struct nbd_handle *rh = h[one_conn ? 0 : 1];
+
+    if ((flush ? nbd_aio_flush (rh, cb, 0)
+               : nbd_aio_pread (rh, rbuf, sizeof rbuf, gap * (nwrites + 1), cb, 0)) == -1) {
       fprintf (stderr, "order-probe: %s\n", nbd_get_error ());
       return EXIT_FAILURE;
     }

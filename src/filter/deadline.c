@@ -26,6 +26,7 @@
 #include "control.h"
 #include "params.h"
 #include "below.h"
+#include "threads.h"
 
 #define MAX_REQUEST (32u << 20)
 
@@ -38,6 +39,7 @@ static enum engine_dispatch mode;
 static struct engine *engine;
 static struct control *control; /* deadline-control=PATH, or NULL */
 static _Atomic uint64_t conn_counter;
+static int nbdkit_threads = -1; /* per connection (threads.h); -1: unknown */
 
 struct handle {
   uint64_t id;
@@ -246,6 +248,25 @@ periodic_stats (const struct engine_stats *st, void *opaque)
   nbdkit_debug ("deadline stats: %s", buf);
 }
 
+/* Too few nbdkit threads hide reads from the scheduler (threads.h).
+ * Not an error: a client that keeps few requests outstanding (qemu,
+ * nbdfuse) is served as well; but a kernel client under a write flood
+ * is not, and nothing else would tell the user why.  Said on stderr,
+ * which is still the terminal here (before nbdkit forks), or the
+ * journal under systemd.
+ */
+static void
+warn_threads (void)
+{
+  if (nbdkit_threads < 0 || nbdkit_threads >= THREADS_WANTED)
+    return;
+  fprintf (stderr, "nbdkit: deadline: warning: nbdkit --threads is %d: a client "
+           "that keeps more requests outstanding (the Linux nbd client: %d) "
+           "leaves the rest unseen in the socket, so a read waits behind every "
+           "write sent before it; start nbdkit with --threads %d or more\n",
+           nbdkit_threads, THREADS_WANTED, THREADS_WANTED);
+}
+
 static int
 deadline_get_ready (int thread_model)
 {
@@ -299,15 +320,17 @@ deadline_get_ready (int thread_model)
     control = NULL;
     return -1;
   }
+  nbdkit_threads = threads_of_nbdkit ();
+  warn_threads ();
   if (control) {
     char info[4200];
 
     snprintf (info, sizeof info,
               "backing %s\ndispatch %s\ndepth %u\nmax_inflight_bytes %" PRIu64
-              "\nsize_bytes %" PRIu64 "\n",
+              "\nsize_bytes %" PRIu64 "\nnbdkit_threads %d\n",
               mode == ENGINE_DIRECT ? file_path : "next-layer",
               mode == ENGINE_DIRECT ? "direct" : "next", ep.depth, ep.max_bytes,
-              engine_size (engine));
+              engine_size (engine), nbdkit_threads);
     control_attach (control, engine, info);
     nbdkit_debug ("deadline: control socket %s", params.control);
   }

@@ -102,7 +102,7 @@ threads_of_nbdkit (void)
 {
   char buf[65536], *argv[1024];
   size_t len, off;
-  int argc = 0;
+  int argc = 0, i;
   FILE *f = fopen ("/proc/self/cmdline", "r");
 
   if (f == NULL)
@@ -114,5 +114,15 @@ threads_of_nbdkit (void)
   buf[len] = '\0';
   for (off = 0; off < len && argc < 1024; off += strlen (buf + off) + 1)
     argv[argc++] = buf + off;
-  return threads_of_args (argc, argv);
+  /* nbdkit's own arguments: under valgrind (or another runner) they
+   * follow the runner's.
+   */
+  for (i = 0; i < argc; i++) {
+    const char *base = strrchr (argv[i], '/');
+
+    base = base ? base + 1 : argv[i];
+    if (strcmp (base, "nbdkit") == 0)
+      return threads_of_args (argc - i, argv + i);
+  }
+  return -1;
 }

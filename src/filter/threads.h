@@ -25,7 +25,9 @@
  */
 int threads_of_args (int argc, char *const argv[]);
 
-/* The same for this process (/proc/self/cmdline). */
+/* The same for this process (/proc/self/cmdline), from the word that
+ * names nbdkit on (so also under valgrind); -1 when none does.
+ */
 int threads_of_nbdkit (void);
 
 #endif

@@ -9,9 +9,11 @@
 #    every write takes 100 ms): order-probe -1 sends 64 writes and then
 #    a read on the same connection, as the kernel's nbd client does.
 #    With nbdkit -t 16 the read reaches the filter only after 64 - 16
-#    writes have completed (the control); started as the service starts
-#    an export whose configuration does not set threads, the read must
-#    be served after a few writes, as the scheduler orders it.
+#    writes have completed (the control), and the filter counts the
+#    requests that took the connection's last thread (conn_full);
+#    started as the service starts an export whose configuration does
+#    not set threads, the read must be served after a few writes, as the
+#    scheduler orders it, and no request may take the last thread.
 # 2. The filter's warning at start: when nbdkit's threads (read from its
 #    command line, in each of nbdkit's spellings) are fewer than 128, and
 #    not otherwise.
@@ -85,6 +87,9 @@ start_nbdkit "$sock" -t 16 --filter="$FILTER" file "$slowdev" deadline-dispatch=
 probe "nbdkit -t 16" "$sock"
 stop_nbdkit "$sock"
 (( n >= 64 - 16 )) || fail "-t 16: the read was served after $n writes, not after 48 or more"
+full=$(sed -n 's/.*deadline stats (exit):.* conn_full=\([0-9]*\).*/\1/p' "$sock.log" | tail -1)
+echo "nbdkit -t 16: conn_full=${full:-none}"
+(( ${full:-0} >= 1 )) || fail "-t 16: no request counted as taking the connection's last thread"
 
 # The service's default, from a configuration without threads.
 export NBD_DEADLINE_FILTER=$FILTER NBD_DEADLINE_CONFDIR=$tmpdir/etc NBDKIT
@@ -103,6 +108,10 @@ for (( i=0; i<100; i++ )); do
     sleep 0.1
 done
 probe "service default" "$tmpdir/svc.sock"
+full=$("$B/src/ctl/nbd-deadline-ctl" -s "$tmpdir/svc.ctl" --raw stats |
+       sed -n 's/^connection_full_total //p')
+echo "service default: connection_full_total=${full:-none}"
+[ "$full" = 0 ] || fail "service default: connection_full_total is ${full:-missing}, not 0"
 kill $pid; wait $pid || :
 (( n >= 0 && n <= 16 )) || fail "service default: the read was served after $n writes, not 16 or fewer"
 grep -q "$warning" "$tmpdir/svc.log" && fail "service default: nbdkit warned of too few threads"

@@ -525,6 +525,12 @@ print_stats_text (const struct reply *r, bool compact)
           num (r, "antic_misses_total"), num (r, "rmw_total"));
   printf ("peaks       in flight %.0f, waiting %.0f\n",
           num (r, "inflight_max"), num (r, "waiting_max"));
+  /* A client held back by nbdkit's threads: its other requests are not
+   * in the scheduler at all (src/filter/threads.h).
+   */
+  if (num (r, "connection_full_total") > 0)
+    printf ("threads     %.0f times a connection's last nbdkit thread was taken: "
+            "raise nbdkit --threads\n", num (r, "connection_full_total"));
   if (num (r, "writeback_answered_total") > 0)
     printf ("write-back  %.0f writes answered early, at most %s pending, %.0f failed\n",
             num (r, "writeback_answered_total"),

@@ -667,12 +667,19 @@ engine_free (struct engine *e)
 }
 
 void
+engine_note_connection_full (struct engine *e)
+{
+  __atomic_add_fetch (&e->conn_full, 1, __ATOMIC_RELAXED);
+}
+
+void
 engine_get_stats (struct engine *e, struct engine_stats *st)
 {
   pthread_mutex_lock (&e->stats_lock);
   *st = e->st;
   pthread_mutex_unlock (&e->stats_lock);
   st->submitted = __atomic_load_n (&e->submitted, __ATOMIC_RELAXED);
+  st->conn_full = __atomic_load_n (&e->conn_full, __ATOMIC_RELAXED);
   pthread_mutex_lock (&e->ra.lock);
   st->ra_hits = e->ra.hits;
   st->ra_fills = e->ra.fills;
@@ -728,7 +735,7 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 " short_io=%" PRIu64 " zero_fallback=%" PRIu64
                 " inflight_max=%" PRIu64 " waiting_max=%" PRIu64
                 " wb_answered=%" PRIu64 " wb_max=%" PRIu64
-                " wb_failed=%" PRIu64,
+                " wb_failed=%" PRIu64 " conn_full=%" PRIu64,
                 st->completed, st->failed, st->units, st->unit_members,
                 st->sched.inserted[DL_READ], st->sched.inserted[DL_WRITE],
                 st->sched.flushes, st->sched.merged_back,
@@ -746,7 +753,7 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 st->sched.device_access_ns[DL_READ],
                 st->sched.device_access_ns[DL_WRITE], st->rmw, st->short_io,
                 st->zero_fallback, st->inflight_max, st->waiting_max,
-                st->wb_answered, st->wb_bytes_max, st->wb_failed);
+                st->wb_answered, st->wb_bytes_max, st->wb_failed, st->conn_full);
   if (n < 0 || (size_t) n >= left)
     return;
   p += n;

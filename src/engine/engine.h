@@ -189,6 +189,10 @@ void engine_get_tunables (struct engine *e, struct dl_tunables *t);
      "writes answered before the device had them")                       \
   X (wb_bytes_max, "writeback_bytes_max", "most bytes of such writes pending") \
   X (wb_failed, "writeback_failed_total", "... of which failed on the device") \
+  X (conn_full, "connection_full_total",                                 \
+     "requests that took their connection's last server thread: the "    \
+     "client's next requests waited in the socket, unseen by the "       \
+     "scheduler (src/filter/threads.h)")                                 \
   /* end of ENGINE_STATS_PEAKS */
 
 /* Every counter of struct engine_stats in `stats` order: E (field, name,
@@ -222,6 +226,11 @@ struct engine_stats {
   struct dl_hist read_queue;
   struct dl_hist read_device;
 };
+
+/* A request took its connection's last server thread (the caller
+ * knows how many there are): counted as connection_full_total.
+ */
+void engine_note_connection_full (struct engine *e);
 
 /* A consistent copy; may be called at any time. */
 void engine_get_stats (struct engine *e, struct engine_stats *st);

@@ -88,6 +88,7 @@ struct engine {
   bool tunables_pending;
   struct dl_tunables new_tunables;
   uint64_t submitted;           /* atomic: requests submitted */
+  uint64_t conn_full;           /* atomic: engine_note_connection_full */
   uint64_t outstanding;         /* atomic: submitted, not yet completed */
 
   /* The loop thread's. */

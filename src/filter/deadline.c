@@ -44,6 +44,7 @@ static int nbdkit_threads = -1; /* per connection (threads.h); -1: unknown */
 struct handle {
   uint64_t id;
   uint32_t export_id;           /* export_id_of its export's name */
+  _Atomic int busy;             /* requests of it in the filter: threads held */
 };
 
 /* A number for each export name seen (next dispatch: the plugin below
@@ -403,6 +404,7 @@ deadline_open (nbdkit_next_open *next, nbdkit_context *ctx,
   }
   /* Connection ids start at 1: 0 means "unknown" to the core. */
   h->id = ++conn_counter;
+  h->busy = 0;
   return h;
 }
 
@@ -536,7 +538,14 @@ submit (void *handle, nbdkit_next *next, enum dl_op op, void *buf,
   if (flags & NBDKIT_FLAG_FUA) r.flags |= ENGINE_F_FUA;
   if (flags & NBDKIT_FLAG_MAY_TRIM) r.flags |= ENGINE_F_MAY_TRIM;
   if (flags & NBDKIT_FLAG_FAST_ZERO) r.flags |= ENGINE_F_FAST_ZERO;
+  /* Each request holds one of nbdkit's threads of its connection until
+   * answered; with the last one taken nbdkit reads no more of the
+   * client's requests (threads.h).
+   */
+  if (++h->busy == nbdkit_threads)
+    engine_note_connection_full (engine);
   rc = engine_submit (engine, &r);
+  h->busy--;
   if (rc < 0) {
     *err = -rc;
     if (op == DL_OP_FLUSH)

@@ -247,7 +247,11 @@ antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now)
     st->overlapped /= 2;
   }
   st->last_arrival_ns = now;
-  if (learned (st) && pays (s, st))
+  /* For slices (slice.c) a reader that waits for each read is enough:
+   * a read slice gives it the device whether or not idling for it
+   * pays, as it does not on a disk whose seeks are short.
+   */
+  if (learned (st) && waits_for_each_read (st))
     s->antic.dependent_ns = now;
 
   if (s->antic.on && s->antic.reader == st->key) {

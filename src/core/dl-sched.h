@@ -95,7 +95,8 @@ enum dl_policy {
  *   doc      what it is, for the reader of this list
  *
  * Beyond the seed: anticipate, preempt, preempt_min, size_cost,
- * seed_batches, readahead, write_piece, read_slice and write_slice, and
+ * seed_batches, readahead, write_piece, read_slice, write_slice and
+ * slice_writes, and
  * write_expire and
  * max_merge's defaults; profile seed (tunable.c) sets them all as the
  * seed.
@@ -164,6 +165,11 @@ enum dl_policy {
   X (write_slice_ns, "write_slice", DURATION, 40 * DL_MS,                 \
      1, DL_SEC, "must be more than 0 and at most 1s",                     \
      "... and for writes, in device time (slice.c)")                      \
+  X (slice_writes, "slice_writes", COUNT, 96,                             \
+     0, DL_MAX_COUNT, "must be at most " DL_STR (DL_MAX_COUNT),           \
+     "... but no slices while this many write requests wait or are at " \
+     "the device: the client's request slots would all be the writes' " \
+     "(slice.c); 0 = no such limit")                                      \
   /* end of DL_TUNABLES */
 
 #define DL_TUNABLE_TYPE_POLICY enum dl_policy

@@ -69,6 +69,10 @@ struct dl_sched {
   uint64_t last_preempting_ns;  /* last arrival or completion of a read
                                    that may preempt (write_held, piece.c) */
   uint32_t depth;               /* the caller's device depth (0: unset) */
+  uint64_t writes_in;           /* write requests (members) inserted and
+                                   not yet completed or drained: each
+                                   holds one of its client's request
+                                   slots (slice.c) */
 
   /* anticipate.c: what dependent readers do, and the wait in force. */
   struct dl_stream {

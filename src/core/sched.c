@@ -119,6 +119,8 @@ dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns)
   }
 
   s->st.inserted[r->dir]++;
+  if (r->dir == DL_WRITE)
+    s->writes_in++;
   if (r->dir == DL_READ) {
     antic_read_arrived (s, r, now_ns);
     r->preempts = antic_read_preempts (s, r);
@@ -192,6 +194,8 @@ dl_complete (struct dl_sched *s, struct dl_req *u, uint64_t now_ns)
   if (u->dir == DL_WRITE) {
     assert (s->st.inflight_writes > 0);
     s->st.inflight_writes--;
+    assert (s->writes_in >= u->nr_members);
+    s->writes_in -= u->nr_members;
   }
   if (u->dir == DL_READ) {
     antic_read_done (s, u, now_ns);
@@ -239,6 +243,10 @@ dl_drain (struct dl_sched *s)
     unit_unlink (s, u);
   else
     return NULL;
+  if (u->op != DL_OP_FLUSH && u->dir == DL_WRITE) {
+    assert (s->writes_in >= u->nr_members);
+    s->writes_in -= u->nr_members;
+  }
   u->state = DL_S_DONE;
   return u;
 }
@@ -248,7 +256,12 @@ dl_next_timer (const struct dl_sched *s, uint64_t now_ns)
 {
   uint64_t a = antic_timer (s, now_ns), b = slice_timer (s, now_ns);
 
-  return a == 0 || (b != 0 && b < a) ? b : a;
+  /* In a slice only its end changes what goes next: a read slice keeps
+   * the device for the reader past its expected think time (slice.c).
+   */
+  if (b != 0)
+    return b;
+  return a;
 }
 
 /* A unit's members: contiguous from its offset, as many as it counts,

@@ -219,6 +219,8 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-read-slice=DURATION    Beside a dependent reader, turns of the device:\n" \
   "                                this long for reads (default 0 = off) ...\n" \
   "deadline-write-slice=DURATION   ... and this long for writes (default 40ms).\n" \
+  "deadline-slice-writes=N         ... but none while N writes are in the server\n" \
+  "                                (default 96, 0 = no limit).\n" \
   "deadline-depth=N                Units in flight at the device (default 2;\n" \
   "                                raise to 16-64 for SSDs/NVMe).\n" \
   "deadline-max-inflight=SIZE      Bytes in flight (default depth*max-merge, >= 8M).\n" \

@@ -24,7 +24,11 @@
  *      starts no slices;
  *   6. deadlines still bound both: with a write slice as long as 1 s,
  *      a read that passes read_expire (100 ms) starts a read slice;
- *   7. off (read_slice 0, the default), no slice is ever started.
+ *   7. off (read_slice 0, the default), no slice is ever started;
+ *   8. no slices while the writes in the server hold slice_writes of
+ *      their client's request slots: a read slice would leave the
+ *      reader's next read no slot (a client of 128 slots, a writer
+ *      that takes every free one).
  */
 #include "testlib.h"
 
@@ -37,6 +41,11 @@ struct sim {
   /* set by the caller */
   bool reader_on, writer_on;
   unsigned reader_depth;        /* 1: dependent (cat) */
+  unsigned writer_depth;        /* writes it keeps out (0: 32) */
+  unsigned slots;               /* the client's request slots for reads
+                                   and writes together (0: no limit),
+                                   given in turn: to the reader first if
+                                   it has waited longer than the writer */
   uint64_t reader_stop_ns;      /* the reader sends nothing after this */
   uint64_t end_ns;
   /* results */
@@ -56,6 +65,8 @@ run (const struct dl_tunables *t, struct sim *sm, struct dl_stats *st)
   struct dl_sched *s = mksched (t, 512);
   struct fl fl[DEPTH];
   unsigned nfl = 0, reads_out = 0, writes_out = 0;
+  unsigned wdepth = sm->writer_depth ? sm->writer_depth : 32;
+  uint64_t writer_since = 0;    /* when the writer last took a slot */
   uint64_t busy_until = 0, head = 0, rpos = 0, wpos = 1ULL << 32;
   uint64_t next_read = 1;       /* when the reader sends its next read */
   uint64_t rng = 12345;
@@ -67,9 +78,13 @@ run (const struct dl_tunables *t, struct sim *sm, struct dl_stats *st)
     struct dl_req *u;
     uint64_t next, timer;
 
-    /* The reader: one read (or reader_depth) outstanding. */
+#define SLOT_FREE (sm->slots == 0 || reads_out + writes_out < sm->slots)
+    /* The reader: one read (or reader_depth) outstanding, in a free
+     * slot; it has the next one if it was waiting before the writer.
+     */
     while (sm->reader_on && now < sm->reader_stop_ns &&
-           reads_out < sm->reader_depth && now >= next_read) {
+           reads_out < sm->reader_depth && now >= next_read && SLOT_FREE &&
+           (sm->slots == 0 || next_read <= writer_since)) {
       uint64_t off;
       if (sm->reader_depth == 1)
         off = rpos;
@@ -82,11 +97,20 @@ run (const struct dl_tunables *t, struct sim *sm, struct dl_stats *st)
       reads_out++;
       next_read = sm->reader_depth == 1 ? UINT64_MAX : now;
     }
-    /* The writer keeps 32 writes queued or at the device. */
-    while (sm->writer_on && writes_out < 32) {
+    /* The writer keeps wdepth writes queued or at the device. */
+    while (sm->writer_on && writes_out < wdepth && SLOT_FREE) {
       dl_insert (s, heapreq (DL_OP_WRITE, wpos, 256 * KiB, 9), now);
       wpos += 256 * KiB;
       writes_out++;
+      writer_since = now;
+    }
+    /* ... and the reader what the writer left. */
+    while (sm->reader_on && now < sm->reader_stop_ns &&
+           reads_out < sm->reader_depth && now >= next_read && SLOT_FREE) {
+      dl_insert (s, heapreq (DL_OP_READ, rpos, 8 * KiB, 7), now);
+      rpos += 8 * KiB;
+      reads_out++;
+      next_read = UINT64_MAX;
     }
     /* The device takes units while a slot is free. */
     while (nfl < DEPTH && (u = dl_dispatch (s, now)) != NULL) {
@@ -237,6 +261,33 @@ main (void)
             expire.max_read_total_ns / 1e6);
     /* The deadline, then what is at the device, the slice's turn. */
     CHECK (expire.max_read_total_ns <= 100 * MS + 2 * 13 * MS + MS);
+  }
+
+  /* 8: a client whose request slots (128, as the Linux client's) the
+   * writer fills whenever one frees.  A read slice that held all its
+   * writes would leave the reader's next read no slot to be sent in;
+   * with slice_writes (96) there are no slices while the writes hold
+   * that many, and the reader is served as without slices.
+   */
+  {
+    struct dl_tunables nolimit = sl;
+    struct sim full = { .reader_on = true, .writer_on = true, .reader_depth = 1,
+                        .writer_depth = 128, .slots = 128,
+                        .reader_stop_ns = UINT64_MAX, .end_ns = 3000 * MS };
+    struct sim full_nolimit = full, full_none = full;
+
+    nolimit.slice_writes = 0;
+    run (&sl, &full, &st);
+    run (&nolimit, &full_nolimit, &st);
+    run (&base, &full_none, &st);
+    printf ("128 slots, the writer in all it can get: reader %" PRIu64
+            " reads with slice_writes %u, %" PRIu64 " without the limit, %"
+            PRIu64 " without slices; writer %" PRIu64 "/%" PRIu64 "/%" PRIu64
+            " MiB\n", full.reads_done, sl.slice_writes, full_nolimit.reads_done,
+            full_none.reads_done, full.write_bytes >> 20,
+            full_nolimit.write_bytes >> 20, full_none.write_bytes >> 20);
+    CHECK (full.reads_done >= 4 * full_nolimit.reads_done);
+    CHECK (full.reads_done * 10 >= full_none.reads_done * 9);
   }
 
   return test_result ("test-slice");

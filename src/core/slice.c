@@ -24,9 +24,9 @@
  *     the reader share one socket and the guest's CPU, and every write
  *     answered lets the client send another; a write answered in the
  *     middle of a read slice puts its successor's transfer in front of
- *     the reader's next read (bench/results, section L: with the
- *     guest's own queue settings the cat's wait for the CPU fell from
- *     0.9-2.3 s to 0.1-0.3 s, the writer's rate unchanged);
+ *     the reader's next read (bench/results, section L, measured it:
+ *     with the guest's own queue settings the cat waited less for the
+ *     guest's CPU, and the writer kept its rate);
  *   - a write slice ends early when no write waits, and every write
  *     slice is followed by a read slice while the reader is about;
  *   - a slice ends at once when the other side's oldest request has

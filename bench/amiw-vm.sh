@@ -73,8 +73,9 @@
 # header sent to reply header (socket, qemu and server) / reply data,
 # medians in ms: read_server_recv_ms in the run lines; the rest of
 # nbd_read_ms is spent in the guest; and where the idle and the flood
-# cat's time went: its reads, the nbd socket's send lock, nbd0's tags,
-# the CPU: cat_wait_ms, tests/vm/guest-init says how).
+# cat's time went: its reads (data and file-system blocks), the nbd
+# socket's send lock, nbd0's tags, the CPU: cat_wait_ms,
+# tests/vm/guest-init says how).
 # Needs root, /dev/fuse, loop devices, qemu-system-x86_64; exit 77 when
 # qemu or the guest kernel cannot be had.  1 to 3 minutes a
 # configuration and flood.

@@ -96,9 +96,7 @@ enum dl_policy {
  *
  * Beyond the seed: anticipate, preempt, preempt_min, size_cost,
  * seed_batches, readahead, write_piece, read_slice, write_slice and
- * slice_writes, and
- * write_expire and
- * max_merge's defaults; profile seed (tunable.c) sets them all as the
+ * slice_writes, and write_expire and max_merge's defaults; profile seed (tunable.c) sets them all as the
  * seed.
  */
 #define DL_MS UINT64_C (1000000)

@@ -70,7 +70,7 @@ run (const struct dl_tunables *t, struct sim *sm, struct dl_stats *st)
   uint64_t busy_until = 0, head = 0, rpos = 0, wpos = 1ULL << 32;
   uint64_t next_read = 1;       /* when the reader sends its next read */
   uint64_t rng = 12345;
-  unsigned i;
+  unsigned i, pass;
 
   dl_sched_set_depth (s, DEPTH);
   now = 1;
@@ -80,37 +80,33 @@ run (const struct dl_tunables *t, struct sim *sm, struct dl_stats *st)
 
 #define SLOT_FREE (sm->slots == 0 || reads_out + writes_out < sm->slots)
     /* The reader: one read (or reader_depth) outstanding, in a free
-     * slot; it has the next one if it was waiting before the writer.
+     * slot.  First pass: it has the slots before the writer if it was
+     * waiting before the writer took its last; second pass: what the
+     * writer left.
      */
-    while (sm->reader_on && now < sm->reader_stop_ns &&
-           reads_out < sm->reader_depth && now >= next_read && SLOT_FREE &&
-           (sm->slots == 0 || next_read <= writer_since)) {
-      uint64_t off;
-      if (sm->reader_depth == 1)
-        off = rpos;
-      else {
-        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-        off = (rng >> 20) % (1ULL << 30) & ~8191ULL;
+    for (pass = 0; pass < 2; pass++) {
+      while (sm->reader_on && now < sm->reader_stop_ns &&
+             reads_out < sm->reader_depth && now >= next_read && SLOT_FREE &&
+             (pass == 1 || sm->slots == 0 || next_read <= writer_since)) {
+        uint64_t off;
+        if (sm->reader_depth == 1)
+          off = rpos;
+        else {
+          rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+          off = (rng >> 20) % (1ULL << 30) & ~8191ULL;
+        }
+        rpos += 8 * KiB;
+        dl_insert (s, heapreq (DL_OP_READ, off, 8 * KiB, 7), now);
+        reads_out++;
+        next_read = sm->reader_depth == 1 ? UINT64_MAX : now;
       }
-      rpos += 8 * KiB;
-      dl_insert (s, heapreq (DL_OP_READ, off, 8 * KiB, 7), now);
-      reads_out++;
-      next_read = sm->reader_depth == 1 ? UINT64_MAX : now;
-    }
-    /* The writer keeps wdepth writes queued or at the device. */
-    while (sm->writer_on && writes_out < wdepth && SLOT_FREE) {
-      dl_insert (s, heapreq (DL_OP_WRITE, wpos, 256 * KiB, 9), now);
-      wpos += 256 * KiB;
-      writes_out++;
-      writer_since = now;
-    }
-    /* ... and the reader what the writer left. */
-    while (sm->reader_on && now < sm->reader_stop_ns &&
-           reads_out < sm->reader_depth && now >= next_read && SLOT_FREE) {
-      dl_insert (s, heapreq (DL_OP_READ, rpos, 8 * KiB, 7), now);
-      rpos += 8 * KiB;
-      reads_out++;
-      next_read = UINT64_MAX;
+      /* The writer keeps wdepth writes queued or at the device. */
+      while (pass == 0 && sm->writer_on && writes_out < wdepth && SLOT_FREE) {
+        dl_insert (s, heapreq (DL_OP_WRITE, wpos, 256 * KiB, 9), now);
+        wpos += 256 * KiB;
+        writes_out++;
+        writer_since = now;
+      }
     }
     /* The device takes units while a slot is free. */
     while (nfl < DEPTH && (u = dl_dispatch (s, now)) != NULL) {

@@ -9,8 +9,11 @@
 # --cache=none --aio=io_uring (O_DIRECT; when qemu-nbd is installed,
 # package qemu-utils), and the filter with noop and with deadline; drives
 # each with fio's nbd engine: 64 KiB sequential read and write (MiB/s,
-# depth 8), 4 KiB random read IOPS at depth 32, and 4 KiB random read
-# latency at depth 1 (median µs).  The last row of each table is fio on
+# depth 8), 4 KiB random read and write IOPS at depth 32, and 4 KiB
+# random read latency at depth 1 (median µs), each with one connection
+# and with four (fio jobs, each on its own quarter of the backing, at
+# the same depth each); beside every figure the server's CPU time per
+# request (user + system, from /proc, over the run).  The last row of each table is fio on
 # the backing itself with O_DIRECT and io_uring, no NBD at all (the
 # device's ceiling).  Each figure is the median of RUNS runs (at least
 # 3 for a result: fewer marks the tables NOT A RESULT) with the spread
@@ -37,8 +40,10 @@
 # The backing's device gets queue/scheduler=none for the run (restored
 # after), so that the scheduler under test is the only one.
 # Env: REGIMES ("cold warm"), COLD_SIZE (GiB, 12), RUNTIME (s, 4), RUNS
-# (3), DEPTH (deadline-depth, 32: the backing here is an SSD-like
-# virtual disk), THREADS (nbdkit -t, 64), FILTER (the .so).
+# (3), DEPTH (deadline-depth for both filter rows; default: none given,
+# the filter's own default, as a user runs it), THREADS (nbdkit -t, 64),
+# CONNS (connections per job, "1 4"), JOBS (which jobs, default all:
+# seqread seqwrite randread randwrite lat1), FILTER (the .so).
 set -euo pipefail
 shopt -s inherit_errexit
 cmdline="$0${*:+ $*}"
@@ -46,7 +51,8 @@ cmdline="$0${*:+ $*}"
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/slowstack.sh
 . "$here/slowstack.sh"          # for ss_find_built only
-: "${RUNTIME:=4}" "${RUNS:=3}" "${DEPTH:=32}" "${THREADS:=64}"
+: "${RUNTIME:=4}" "${RUNS:=3}" "${DEPTH:=}" "${THREADS:=64}" "${CONNS:=1 4}"
+: "${JOBS:=seqread seqwrite randread randwrite lat1}"
 : "${REGIMES:=cold warm}" "${COLD_SIZE:=12}"
 ss_find_built "$here"
 [ -f "$FILTER" ] || { echo "bench-fio: filter not built (set FILTER=)" >&2; exit 1; }
@@ -113,6 +119,7 @@ prepare_backing ()
     fi
 }
 
+declare -A cfg_pid=()
 start ()
 {
     local name=$1 sock=$tmp/$1.sock
@@ -120,6 +127,7 @@ start ()
     rm -f "$sock"
     nbdkit -f -t "$THREADS" -U "$sock" "$@" 2>"$tmp/$name.log" &
     pids+=($!)
+    cfg_pid[$name]=$!
     for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.1; done
     echo "bench-fio: $name did not start:" >&2; cat "$tmp/$name.log" >&2; exit 1
 }
@@ -150,6 +158,7 @@ start_qemu_nbd ()
     qemu-nbd --format=raw --cache=none --aio=io_uring --persistent --shared=8 \
         --socket="$sock" "$1" 2>"$tmp/qemu.log" &
     pids+=($!)
+    cfg_pid[qemu]=$!
     for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.1; done
     echo "bench-fio: qemu-nbd did not start:" >&2; cat "$tmp/qemu.log" >&2; exit 1
 }
@@ -163,24 +172,48 @@ drop_caches ()
 }
 
 # job name, fio arguments, what to extract
-jobs=(
+all_jobs=(
   "seqread|--rw=read --bs=64k --iodepth=8|bw"
   "seqwrite|--rw=write --bs=64k --iodepth=8 --end_fsync=1|bw"
   "randread|--rw=randread --bs=4k --iodepth=32|iops"
+  "randwrite|--rw=randwrite --bs=4k --iodepth=32 --end_fsync=1|iops"
   "lat1|--rw=randread --bs=4k --iodepth=1|lat"
 )
+jobs=()
+for j in $JOBS; do
+    found=
+    for job in "${all_jobs[@]}"; do [ "${job%%|*}" = "$j" ] && jobs+=("$job") found=1; done
+    [ -n "$found" ] || { echo "bench-fio: unknown job $j (seqread seqwrite randread randwrite lat1)" >&2; exit 1; }
+done
+for c in $CONNS; do
+    case $c in [1-9]|[1-9][0-9]) ;; *) echo "bench-fio: CONNS: $c is not a count of connections (1-99)" >&2; exit 1 ;; esac
+done
+# The filter's depth as a user gets it, unless DEPTH says otherwise.
+depth_args=()
+[ -n "$DEPTH" ] && depth_args=(deadline-depth="$DEPTH")
 
-# run_fio BACKING CONFIG ARGS WHAT: prints the figure, with a '*' if
-# the run read more bytes than the backing holds and could have re-read
-# them from the page cache (only plain nbdkit file can).
+# cpu_ticks PID: user + system clock ticks the process has used so far
+cpu_ticks () { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# run_fio BACKING CONFIG CONNS ARGS WHAT: prints the figure, with a '*'
+# if the run read more bytes than the backing holds and could have
+# re-read them from the page cache (only plain nbdkit file can), then
+# the server's CPU time per request in µs ("-" for the device row).
+# With CONNS > 1, that many fio jobs (each its own NBD connection, or
+# for the device its own file descriptor), each on its own slice of the
+# backing at the full depth, reported as one group.
 run_fio ()
 {
-    local backing=$1 cfg=$2 args=$3 what=$4 out=$tmp/out.json size
+    local backing=$1 cfg=$2 conns=$3 args=$4 what=$5 out=$tmp/out.json size part
+    local pid=${cfg_pid[$cfg]:-} t0=0 t1=0
     size=$(blockdev --getsize64 "$backing" 2>/dev/null || stat -c %s "$backing")
+    part=$(( size / conns / 1048576 * 1048576 ))
+    args+=" --numjobs=$conns --group_reporting --size=$part --offset_increment=$part"
+    [ -n "$pid" ] && t0=$(cpu_ticks "$pid")
     if [ "$cfg" = device ]; then
         # shellcheck disable=SC2086
         fio --name=b --ioengine=io_uring --direct=1 --filename="$backing" \
-            --size="$size" $args --time_based --runtime="$RUNTIME" --ramp_time=0.5 \
+            $args --time_based --runtime="$RUNTIME" --ramp_time=0.5 \
             --output-format=json --output="$out" >/dev/null
     else
         # shellcheck disable=SC2086
@@ -188,21 +221,29 @@ run_fio ()
             $args --time_based --runtime="$RUNTIME" --ramp_time=0.5 \
             --output-format=json --output="$out" >/dev/null
     fi
+    [ -n "$pid" ] && t1=$(cpu_ticks "$pid")
     case $cfg in plain|nocache) ;; *) size=-1 ;; esac
-    python3 - "$out" "$what" "$size" <<'PY'
+    python3 - "$out" "$what" "$size" "$pid" "$((t1 - t0))" "$(getconf CLK_TCK)" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))["jobs"][0]
 what, size = sys.argv[2], int(sys.argv[3])
+pid, ticks, hz = sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
 side = j["write"] if j["write"]["io_bytes"] > 0 else j["read"]
 wrapped = "*" if 0 <= size < j["read"]["io_bytes"] else ""
 if what == "bw":
-    print("%.1f%s" % (side["bw_bytes"] / 1048576.0, wrapped))
+    fig = "%.1f%s" % (side["bw_bytes"] / 1048576.0, wrapped)
 elif what == "iops":
-    print("%.0f%s" % (side["iops"], wrapped))
+    fig = "%.0f%s" % (side["iops"], wrapped)
 else:
     # median completion latency (fio's nbd engine submits inline, so
     # submission latency is small and the mean is swayed by rare stalls)
-    print("%.1f%s" % (side["clat_ns"]["percentile"]["50.000000"] / 1000.0, wrapped))
+    fig = "%.1f%s" % (side["clat_ns"]["percentile"]["50.000000"] / 1000.0, wrapped)
+# The server's CPU over the whole run (ramp included) per request of
+# the whole run (fio's counts exclude the ramp: a slight overestimate,
+# the same for every server).
+ios = j["read"]["total_ios"] + j["write"]["total_ios"]
+cpu = "%.1f" % (ticks * 1e6 / hz / ios) if pid and ios > 0 else "-"
+print(fig, cpu)
 PY
 }
 
@@ -226,30 +267,40 @@ ratio () { awk -v a="${1%\*}" -v b="${2%\*}" 'BEGIN{ if (b > 0) printf "%.2f", a
 # measure TITLE BACKING: the four servers on BACKING, every job, a table.
 measure ()
 {
-    local title=$1 backing=$2 job name args what r cfg v label better
-    local -A result samples range
+    local title=$1 backing=$2 job name args what r cfg v c cpu label better key
+    local -A result samples range cpus cpu_med
     prepare_backing "$backing"
     start plain file "$backing"
     start nocache file "$backing" cache=none
     [[ " ${configs[*]} " = *" qemu "* ]] && start_qemu_nbd "$backing"
-    start noop --filter="$FILTER" file "$backing" deadline-scheduler=noop deadline-depth="$DEPTH"
-    start deadline --filter="$FILTER" file "$backing" deadline-scheduler=deadline deadline-depth="$DEPTH"
+    start noop --filter="$FILTER" file "$backing" deadline-scheduler=noop "${depth_args[@]}"
+    start deadline --filter="$FILTER" file "$backing" deadline-scheduler=deadline "${depth_args[@]}"
     for job in "${jobs[@]}"; do
         IFS='|' read -r name args what <<<"$job"
-        samples=()
-        for (( r=1; r<=RUNS; r++ )); do
-            for cfg in "${configs[@]}"; do
-                drop_caches
-                v=$(run_fio "$backing" "$cfg" "$args" "$what")
-                samples[$cfg]="${samples[$cfg]:-} $v"
-                echo "bench-fio: $title: $name run $r $cfg: $v" >&2
+        for c in $CONNS; do
+            samples=() cpus=()
+            for (( r=1; r<=RUNS; r++ )); do
+                for cfg in "${configs[@]}"; do
+                    drop_caches
+                    read -r v cpu < <(run_fio "$backing" "$cfg" "$c" "$args" "$what")
+                    samples[$cfg]="${samples[$cfg]:-} $v"
+                    cpus[$cfg]="${cpus[$cfg]:-} $cpu"
+                    echo "bench-fio: $title: $name x$c run $r $cfg: $v (cpu $cpu us/req)" >&2
+                done
             done
-        done
-        for cfg in "${configs[@]}"; do
-            # shellcheck disable=SC2086
-            result[$name,$cfg]=$(median ${samples[$cfg]})
-            # shellcheck disable=SC2086
-            range[$name,$cfg]=$(spread ${samples[$cfg]})
+            for cfg in "${configs[@]}"; do
+                key=$name,$c,$cfg
+                # shellcheck disable=SC2086
+                result[$key]=$(median ${samples[$cfg]})
+                # shellcheck disable=SC2086
+                range[$key]=$(spread ${samples[$cfg]})
+                if [[ ${cpus[$cfg]} = *[0-9]* ]]; then
+                    # shellcheck disable=SC2086
+                    cpu_med[$key]=$(median ${cpus[$cfg]})
+                else
+                    cpu_med[$key]=-
+                fi
+            done
         done
     done
     stop_servers
@@ -257,24 +308,32 @@ measure ()
     printf '\n%s\nbacking %s (%s), deadline-depth=%s, nbdkit -t %s, %s s x %s runs: median [min-max]\n' \
         "$title" "$backing" \
         "$(numfmt --to=iec "$(blockdev --getsize64 "$backing" 2>/dev/null || stat -c %s "$backing")")" \
-        "$DEPTH" "$THREADS" "$RUNTIME" "$RUNS"
+        "${DEPTH:-default}" "$THREADS" "$RUNTIME" "$RUNS"
     [ "$RUNS" -ge 3 ] || echo "NOT A RESULT: $RUNS run(s) per configuration (a result needs RUNS >= 3); a format check only"
     for job in "${jobs[@]}"; do
         IFS='|' read -r name args what <<<"$job"
         case $name in
-            seqread)  label="64 KiB seq read MiB/s (qd 8)" ;;
-            seqwrite) label="64 KiB seq write+flush MiB/s (qd 8)" ;;
-            randread) label="4 KiB rand read IOPS (qd 32)" ;;
-            lat1)     label="4 KiB rand read p50 latency us (qd 1)" ;;
+            seqread)   label="64 KiB seq read MiB/s (qd 8)" ;;
+            seqwrite)  label="64 KiB seq write+flush MiB/s (qd 8)" ;;
+            randread)  label="4 KiB rand read IOPS (qd 32)" ;;
+            randwrite) label="4 KiB rand write+flush IOPS (qd 32)" ;;
+            lat1)      label="4 KiB rand read p50 latency us (qd 1)" ;;
         esac
         if [ "$what" = lat ]; then better="lower is better; a ratio above 1 is slower"
         else better="higher is better"; fi
-        printf '\n%s (%s)\n' "$label" "$better"
-        printf '  %-38s %10s %-21s %9s %14s\n' server median "[min-max]" "/ plain" "/ cache=none"
-        for cfg in "${configs[@]}"; do
-            printf '  %-38s %10s %-21s %9s %14s\n' "${cfg_label[$cfg]}" "${result[$name,$cfg]}" \
-                "${range[$name,$cfg]}" "$(ratio "${result[$name,$cfg]}" "${result[$name,plain]}")" \
-                "$(ratio "${result[$name,$cfg]}" "${result[$name,nocache]}")"
+        for c in $CONNS; do
+            printf '\n%s, %s connection(s) (%s)\n' "$label" "$c" "$better"
+            printf '  %-38s %10s %-21s %9s %14s %10s %8s\n' server median "[min-max]" \
+                "/ plain" "/ cache=none" "/ qemu-nbd" "cpu us/req"
+            for cfg in "${configs[@]}"; do
+                key=$name,$c
+                printf '  %-38s %10s %-21s %9s %14s %10s %8s\n' "${cfg_label[$cfg]}" \
+                    "${result[$key,$cfg]}" "${range[$key,$cfg]}" \
+                    "$(ratio "${result[$key,$cfg]}" "${result[$key,plain]}")" \
+                    "$(ratio "${result[$key,$cfg]}" "${result[$key,nocache]}")" \
+                    "$(ratio "${result[$key,$cfg]}" "${result[$key,qemu]:-}")" \
+                    "${cpu_med[$key,$cfg]}"
+            done
         done
     done
     case "${result[*]}" in
@@ -285,7 +344,7 @@ measure ()
 echo "nbd-deadline fio benchmark, $(date -u '+%F %T') UTC"
 echo "command: $cmdline"
 echo "commit: $(git -C "$here/.." describe --always --dirty --abbrev=10 2>/dev/null || echo '?') (filter: $FILTER)"
-echo "settings: RUNS=$RUNS RUNTIME=$RUNTIME DEPTH=$DEPTH THREADS=$THREADS REGIMES='$REGIMES' COLD_SIZE=$COLD_SIZE; nbdkit $(nbdkit --version | awk '{print $2}'); $(fio --version); $qemu_note"
+echo "settings: RUNS=$RUNS RUNTIME=$RUNTIME DEPTH=${DEPTH:-default} THREADS=$THREADS CONNS='$CONNS' JOBS='$JOBS' REGIMES='$REGIMES' COLD_SIZE=$COLD_SIZE; nbdkit $(nbdkit --version | awk '{print $2}'); $(fio --version); $qemu_note"
 echo "load average at start: $(cat /proc/loadavg)"
 if [ $# -gt 0 ]; then
     measure "given backing" "$1"

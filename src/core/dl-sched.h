@@ -46,6 +46,8 @@
  *   hazard.c  overlapping requests never pass each other
  *   tunable.c every tunable, validated; duration and size parsers
  *   hist.c    a latency histogram for callers
+ *   autodepth.c  the device depth from measured completion rates, for
+ *             callers that own it (deadline-depth=auto)
  */
 #ifndef NBD_DEADLINE_DL_SCHED_H
 #define NBD_DEADLINE_DL_SCHED_H
@@ -420,6 +422,27 @@ void dl_hist_add (struct dl_hist *h, uint64_t v);
 void dl_hist_merge (struct dl_hist *dst, const struct dl_hist *src);
 /* p in [0, 100]; 0 on an empty histogram. */
 uint64_t dl_hist_percentile (const struct dl_hist *h, double p);
+
+/* The device depth, chosen by a hill climb on completion rates
+ * (autodepth.c).  The caller reports every completion of a unit, with
+ * whether units were waiting that the depth kept back, and keeps at
+ * most the depth returned at the device.
+ */
+enum dl_ad_phase { DL_AD_MEASURE, DL_AD_PROBE_UP, DL_AD_HOLD, DL_AD_PROBE_DOWN };
+struct dl_autodepth {
+  uint32_t min, max;
+  uint32_t depth;               /* in force */
+  uint32_t base;                /* the last depth measured and kept */
+  enum dl_ad_phase phase;
+  uint32_t hold;                /* epochs left before the next probe */
+  uint32_t hold_len;            /* ... the next hold's length */
+  double base_ops, base_bytes;  /* the base's rates, per second */
+  uint64_t epoch_start_ns, n, sat, bytes; /* the epoch in progress */
+  uint64_t epochs, unsaturated, probes_kept, probes_down; /* counters */
+};
+void dl_autodepth_init (struct dl_autodepth *a, uint32_t min, uint32_t max);
+uint32_t dl_autodepth_done (struct dl_autodepth *a, uint64_t now_ns,
+                            uint64_t bytes, bool saturated);
 
 #ifdef __cplusplus
 }

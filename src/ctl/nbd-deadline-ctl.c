@@ -523,8 +523,8 @@ print_stats_text (const struct reply *r, bool compact)
           num (r, "write_holds_total"),
           num (r, "antic_waits_total"), num (r, "antic_hits_total"),
           num (r, "antic_misses_total"), num (r, "rmw_total"));
-  printf ("peaks       in flight %.0f, waiting %.0f\n",
-          num (r, "inflight_max"), num (r, "waiting_max"));
+  printf ("peaks       in flight %.0f, waiting %.0f; depth now %.0f\n",
+          num (r, "inflight_max"), num (r, "waiting_max"), num (r, "depth_now"));
   /* A client held back by nbdkit's threads: its other requests are not
    * in the scheduler at all (src/filter/threads.h).
    */

@@ -185,7 +185,13 @@ engine_new (const struct engine_params *p, char *err, size_t errlen)
     snprintf (err, errlen, "dl_sched_new: %s", strerror (errno));
     goto fail;
   }
-  dl_sched_set_depth (e->sched, p->depth);
+  e->depth = p->depth;
+  if (p->depth_auto) {
+    dl_autodepth_init (&e->autodepth, p->depth < 2 ? p->depth : 2, p->depth);
+    e->depth = e->autodepth.depth;
+  }
+  e->st.depth = e->depth;
+  dl_sched_set_depth (e->sched, e->depth);
   return e;
 
  fail:
@@ -229,6 +235,21 @@ complete_req (struct engine *e, struct engine_req *r, uint64_t now)
   futex_wake_one (&r->done);   /* r may be gone already: address only */
 }
 
+/* deadline-depth=auto: the depth the device is measured to use (the
+ * units already in flight above a lower one just complete).
+ */
+static void
+set_depth (struct engine *e, uint32_t depth)
+{
+  if (depth == e->depth)
+    return;
+  e->depth = depth;
+  dl_sched_set_depth (e->sched, depth);
+  pthread_mutex_lock (&e->stats_lock);
+  e->st.depth = depth;
+  pthread_mutex_unlock (&e->stats_lock);
+}
+
 /* The dispatchers' unit_done_fn: a unit has left the device. */
 static void
 unit_done (struct engine *e, struct dl_req *unit, int result, bool per_member)
@@ -236,6 +257,10 @@ unit_done (struct engine *e, struct dl_req *unit, int result, bool per_member)
   uint64_t now = engine_now_ns ();
   struct dl_req *m, *tmp;
 
+  if (e->p.depth_auto && unit->op != DL_OP_FLUSH)
+    set_depth (e, dl_autodepth_done (&e->autodepth, now, unit->unit_length,
+                                     e->inflight - e->flushes_inflight >= e->depth &&
+                                     dl_waiting (e->sched) > 0));
   e->inflight--;
   e->inflight_bytes -= unit->op == DL_OP_FLUSH ? 0 : unit->unit_length;
   if (unit->op == DL_OP_FLUSH)
@@ -305,7 +330,7 @@ pump (struct engine *e)
   struct dl_req *unit;
 
   if (!e->draining) {
-    while (e->inflight < e->p.depth && e->inflight_bytes < e->p.max_bytes) {
+    while (e->inflight < e->depth && e->inflight_bytes < e->p.max_bytes) {
       unit = dl_dispatch (e->sched, now);
       if (unit == NULL)
         break;

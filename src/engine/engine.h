@@ -58,6 +58,8 @@ struct engine_params {
   bool readonly;                /* DIRECT: open O_RDONLY */
   struct dl_tunables tunables;
   uint32_t depth;               /* units in flight at the device, >= 1 */
+  bool depth_auto;              /* depth is only the ceiling: the depth in
+                                 * force is measured (src/core/autodepth.c) */
   uint64_t max_bytes;           /* bytes in flight (a bigger unit still goes alone) */
   uint32_t align;               /* NEXT: granularity to give the core (1 if none) */
   uint64_t writeback_bytes;     /* DIRECT: non-FUA writes answered once copied,
@@ -184,6 +186,8 @@ void engine_get_tunables (struct engine *e, struct dl_tunables *t);
 
 #define ENGINE_STATS_PEAKS(X)                                            \
   X (inflight_max, "inflight_max", "most units seen in flight")          \
+  X (depth, "depth_now", "units the device may hold now (deadline-depth, "    \
+     "or what deadline-depth=auto chose)")                                \
   X (waiting_max, "waiting_max", "most units seen waiting in the core")  \
   X (wb_answered, "writeback_answered_total",                            \
      "writes answered before the device had them")                       \

@@ -100,6 +100,8 @@ struct engine {
   ev_timer stats_timer;
   uint64_t stats_last_completed;
   uint32_t inflight;            /* units at the device */
+  uint32_t depth;               /* ... at most (p.depth unless depth_auto) */
+  struct dl_autodepth autodepth; /* depth_auto: how the depth is chosen */
   uint64_t inflight_bytes;
   uint32_t flushes_inflight;    /* flush units among them */
   bool draining;

@@ -221,8 +221,9 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-write-slice=DURATION   ... and this long for writes (default 40ms).\n" \
   "deadline-slice-writes=N         ... but none while N writes are in the server\n" \
   "                                (default 96, 0 = no limit).\n" \
-  "deadline-depth=N                Units in flight at the device (default 2;\n" \
-  "                                raise to 16-64 for SSDs/NVMe).\n" \
+  "deadline-depth=N|auto           Units in flight at the device (default 2;\n" \
+  "                                raise to 16-64 for SSDs/NVMe; auto: from 2\n" \
+  "                                up to 64 while that makes the device faster).\n" \
   "deadline-max-inflight=SIZE      Bytes in flight (default depth*max-merge, >= 8M).\n" \
   "deadline-writeback=SIZE         Answer writes without FUA once copied, up to\n" \
   "                                SIZE not yet on the device; a flush waits\n" \
@@ -283,6 +284,7 @@ deadline_get_ready (int thread_model)
   ep.readonly = false;          /* falls back to read-only if refused */
   ep.tunables = params.tunables;
   ep.depth = params.depth;
+  ep.depth_auto = params.depth_auto;
   need = (uint64_t) params.depth * (params.tunables.max_merge ? params.tunables.max_merge : 65536);
   ep.max_bytes = params.max_inflight ? params.max_inflight
                                      : (need > (8u << 20) ? need : (8u << 20));
@@ -329,17 +331,18 @@ deadline_get_ready (int thread_model)
     char info[4200];
 
     snprintf (info, sizeof info,
-              "backing %s\ndispatch %s\ndepth %u\nmax_inflight_bytes %" PRIu64
+              "backing %s\ndispatch %s\ndepth %s%u\nmax_inflight_bytes %" PRIu64
               "\nsize_bytes %" PRIu64 "\nnbdkit_threads %d\n",
               mode == ENGINE_DIRECT ? file_path : "next-layer",
-              mode == ENGINE_DIRECT ? "direct" : "next", ep.depth, ep.max_bytes,
+              mode == ENGINE_DIRECT ? "direct" : "next",
+              ep.depth_auto ? "auto, at most " : "", ep.depth, ep.max_bytes,
               engine_size (engine), nbdkit_threads);
     control_attach (control, engine, info);
     nbdkit_debug ("deadline: control socket %s", params.control);
   }
-  nbdkit_debug ("deadline: %s, depth %u, %" PRIu64 " bytes in flight, align %u%s",
+  nbdkit_debug ("deadline: %s, depth %s%u, %" PRIu64 " bytes in flight, align %u%s",
                 mode == ENGINE_DIRECT ? file_path : "next layer",
-                ep.depth, ep.max_bytes, engine_align (engine),
+                ep.depth_auto ? "auto <= " : "", ep.depth, ep.max_bytes, engine_align (engine),
                 mode == ENGINE_DIRECT && engine_is_blockdev (engine) ? " (block device)" : "");
   return 0;
 }

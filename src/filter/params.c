@@ -119,10 +119,16 @@ static int
 set_depth (struct filter_params *p, const char *key, const char *value,
            char *err, size_t errlen)
 {
+  if (value && strcmp (value, "auto") == 0) {
+    p->depth_auto = true;
+    p->depth = PARAMS_AUTO_DEPTH_MAX;
+    return 1;
+  }
   if (parse_u32 (value, 1, 1024, &p->depth) < 0) {
-    snprintf (err, errlen, "%s: '%s' is not an integer in 1..1024", key, value);
+    snprintf (err, errlen, "%s: '%s' is neither auto nor an integer in 1..1024", key, value);
     return -EINVAL;
   }
+  p->depth_auto = false;
   return 1;
 }
 

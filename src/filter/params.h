@@ -16,11 +16,14 @@ enum dispatch_mode { DISPATCH_AUTO = 0, DISPATCH_DIRECT, DISPATCH_NEXT };
  * the order given, whatever the order on the command line.
  */
 #define PARAMS_MAX_SET 32
+/* deadline-depth=auto climbs from 2 to at most this. */
+#define PARAMS_AUTO_DEPTH_MAX 64
 struct filter_params {
   struct dl_tunables tunables;
   char *set_key[PARAMS_MAX_SET], *set_value[PARAMS_MAX_SET];
   size_t nset;
-  uint32_t depth;
+  uint32_t depth;               /* with depth_auto, the ceiling */
+  bool depth_auto;              /* deadline-depth=auto (autodepth.c) */
   uint64_t max_inflight;        /* bytes; 0 = derived from depth and max_merge */
   uint64_t writeback;           /* bytes of writes answered early; 0 = off */
   enum dispatch_mode dispatch;

@@ -43,7 +43,9 @@
 # (3), DEPTH (deadline-depth for both filter rows; default: none given,
 # the filter's own default, as a user runs it), THREADS (nbdkit -t, 64),
 # CONNS (connections per job, "1 4"), JOBS (which jobs, default all:
-# seqread seqwrite randread randwrite lat1), FILTER (the .so).
+# seqread seqwrite randread randwrite lat1), FILTER (the .so), CTL
+# (nbd-deadline-ctl: each table says what depth the filter rows ended
+# at, which with DEPTH=auto is what they chose).
 set -euo pipefail
 shopt -s inherit_errexit
 cmdline="$0${*:+ $*}"
@@ -56,6 +58,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${REGIMES:=cold warm}" "${COLD_SIZE:=12}"
 ss_find_built "$here"
 [ -f "$FILTER" ] || { echo "bench-fio: filter not built (set FILTER=)" >&2; exit 1; }
+command -v "$CTL" >/dev/null || { echo "bench-fio: nbd-deadline-ctl not built (set CTL=)" >&2; exit 1; }
 command -v fio >/dev/null || { echo "bench-fio: fio not installed" >&2; exit 1; }
 [ -w /proc/sys/vm/drop_caches ] ||
     { echo "bench-fio: cannot drop the page cache (needs root): every run would be invalid" >&2; exit 1; }
@@ -268,13 +271,15 @@ ratio () { awk -v a="${1%\*}" -v b="${2%\*}" 'BEGIN{ if (b > 0) printf "%.2f", a
 measure ()
 {
     local title=$1 backing=$2 job name args what r cfg v c cpu label better key
-    local -A result samples range cpus cpu_med
+    local -A result samples range cpus cpu_med depth_end
     prepare_backing "$backing"
     start plain file "$backing"
     start nocache file "$backing" cache=none
     [[ " ${configs[*]} " = *" qemu "* ]] && start_qemu_nbd "$backing"
-    start noop --filter="$FILTER" file "$backing" deadline-scheduler=noop "${depth_args[@]}"
-    start deadline --filter="$FILTER" file "$backing" deadline-scheduler=deadline "${depth_args[@]}"
+    start noop --filter="$FILTER" file "$backing" deadline-scheduler=noop "${depth_args[@]}" \
+        deadline-control="$tmp/noop.ctl"
+    start deadline --filter="$FILTER" file "$backing" deadline-scheduler=deadline "${depth_args[@]}" \
+        deadline-control="$tmp/deadline.ctl"
     for job in "${jobs[@]}"; do
         IFS='|' read -r name args what <<<"$job"
         for c in $CONNS; do
@@ -287,6 +292,11 @@ measure ()
                     cpus[$cfg]="${cpus[$cfg]:-} $cpu"
                     echo "bench-fio: $title: $name x$c run $r $cfg: $v (cpu $cpu us/req)" >&2
                 done
+            done
+            # the depth each filter row ended the job at (deadline-depth=auto)
+            for cfg in noop deadline; do
+                depth_end[$name,$c,$cfg]=$("$CTL" -s "$tmp/$cfg.ctl" --raw stats 2>/dev/null |
+                                         awk '$1 == "depth_now" { print $2 }')
             done
             for cfg in "${configs[@]}"; do
                 key=$name,$c,$cfg
@@ -334,6 +344,8 @@ measure ()
                     "$(ratio "${result[$key,$cfg]}" "${result[$key,qemu]:-}")" \
                     "${cpu_med[$key,$cfg]}"
             done
+            printf '  (the filter rows ended at depth %s (noop) and %s (deadline))\n' \
+                "${depth_end[$name,$c,noop]:-?}" "${depth_end[$name,$c,deadline]:-?}"
         done
     done
     case "${result[*]}" in

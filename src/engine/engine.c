@@ -259,8 +259,7 @@ unit_done (struct engine *e, struct dl_req *unit, int result, bool per_member)
 
   if (e->p.depth_auto && unit->op != DL_OP_FLUSH)
     set_depth (e, dl_autodepth_done (&e->autodepth, now, unit->unit_length,
-                                     e->inflight - e->flushes_inflight >= e->depth &&
-                                     dl_waiting (e->sched) > 0));
+                                     e->depth_full));
   e->inflight--;
   e->inflight_bytes -= unit->op == DL_OP_FLUSH ? 0 : unit->unit_length;
   if (unit->op == DL_OP_FLUSH)
@@ -339,6 +338,12 @@ pump (struct engine *e)
   }
 
   waiting = dl_waiting (e->sched);
+  /* Is the depth what holds units back now?  Judged here, after the
+   * device was given what it may hold, and not when a unit completes:
+   * completions reaped together would see the slots of each other's
+   * units free and call a full device idle (autodepth.c).
+   */
+  e->depth_full = e->inflight - e->flushes_inflight >= e->depth && waiting > 0;
   pthread_mutex_lock (&e->stats_lock);
   if (waiting > e->st.waiting_max)
     e->st.waiting_max = waiting;
@@ -759,6 +764,7 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 " rmw=%" PRIu64
                 " short_io=%" PRIu64 " zero_fallback=%" PRIu64
                 " inflight_max=%" PRIu64 " waiting_max=%" PRIu64
+                " depth_now=%" PRIu64
                 " wb_answered=%" PRIu64 " wb_max=%" PRIu64
                 " wb_failed=%" PRIu64 " conn_full=%" PRIu64,
                 st->completed, st->failed, st->units, st->unit_members,
@@ -777,7 +783,7 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 st->sched.device_rate[DL_READ], st->sched.device_rate[DL_WRITE],
                 st->sched.device_access_ns[DL_READ],
                 st->sched.device_access_ns[DL_WRITE], st->rmw, st->short_io,
-                st->zero_fallback, st->inflight_max, st->waiting_max,
+                st->zero_fallback, st->inflight_max, st->waiting_max, st->depth,
                 st->wb_answered, st->wb_bytes_max, st->wb_failed, st->conn_full);
   if (n < 0 || (size_t) n >= left)
     return;

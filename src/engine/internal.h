@@ -102,6 +102,7 @@ struct engine {
   uint32_t inflight;            /* units at the device */
   uint32_t depth;               /* ... at most (p.depth unless depth_auto) */
   struct dl_autodepth autodepth; /* depth_auto: how the depth is chosen */
+  bool depth_full;              /* the last pump left units waiting for a slot */
   uint64_t inflight_bytes;
   uint32_t flushes_inflight;    /* flush units among them */
   bool draining;

@@ -91,6 +91,22 @@ run (struct sim *m, struct dl_autodepth *a, uint64_t until, uint32_t above)
   return over;
 }
 
+/* A fresh device of `lanes` lanes and a fresh controller (2 to max),
+ * the clock at its start.
+ */
+static void
+fresh (struct sim *m, struct dl_autodepth *a, uint32_t lanes,
+       uint64_t service_ns, uint64_t jitter_ns, uint64_t seed, uint32_t max)
+{
+  memset (m, 0, sizeof *m);
+  m->lanes = lanes;
+  m->service_ns = service_ns;
+  m->jitter_ns = jitter_ns;
+  m->rng = seed;
+  dl_autodepth_init (a, 2, max);
+  now = 1;
+}
+
 int
 main (void)
 {
@@ -102,10 +118,7 @@ main (void)
    * hour of simulated time the depth stays at its floor but for its
    * probes, which back off: less than 1% of the time above it.
    */
-  memset (&m, 0, sizeof m);
-  m.lanes = 1; m.service_ns = 5 * MS; m.jitter_ns = 2 * MS; m.rng = 1;
-  dl_autodepth_init (&a, 2, 64);
-  now = 1;
+  fresh (&m, &a, 1, 5 * MS, 2 * MS, 1, 64);
   over = run (&m, &a, 3600ULL * 1000 * MS, 2);
   printf ("one head: base %u, %" PRIu64 " epochs, above 2 for %.2f%% of the time, %" PRIu64 " probes kept\n",
           a.base, a.epochs, 100.0 * over / (3600.0 * 1000 * MS), a.probes_kept);
@@ -118,11 +131,8 @@ main (void)
    * wait to be merged, so they are smaller and more of them complete
    * per second, but fewer bytes: no gain, the depth stays.
    */
-  memset (&m, 0, sizeof m);
-  m.lanes = 1; m.service_ns = 1 * MS; m.rng = 6;
+  fresh (&m, &a, 1, 1 * MS, 0, 6, 64);
   m.merged_bytes = 512 * KiB; m.ns_per_kib = 50000;  /* 20 MiB/s */
-  dl_autodepth_init (&a, 2, 64);
-  now = 1;
   run (&m, &a, now + 600000 * MS, 2);
   printf ("one head, merging writer: base %u, %" PRIu64 " probes kept\n", a.base, a.probes_kept);
   CHECK_EQ (a.base, 2);
@@ -131,10 +141,7 @@ main (void)
   /* Sixteen lanes (an SSD): the depth climbs to 16 within seconds, and
    * no further (32 units complete no faster).
    */
-  memset (&m, 0, sizeof m);
-  m.lanes = 16; m.service_ns = 100000; m.jitter_ns = 20000; m.rng = 2;
-  dl_autodepth_init (&a, 2, 64);
-  now = 1;
+  fresh (&m, &a, 16, 100000, 20000, 2, 64);
   run (&m, &a, now + 2000 * MS, 0);
   printf ("16 lanes: base %u after 2 s, %" PRIu64 " probes kept\n", a.base, a.probes_kept);
   CHECK_EQ (a.base, 16);
@@ -143,10 +150,7 @@ main (void)
   CHECK_EQ (a.base, 16);
 
   /* ... and not beyond the caller's ceiling. */
-  memset (&m, 0, sizeof m);
-  m.lanes = 64; m.service_ns = 100000; m.rng = 3;
-  dl_autodepth_init (&a, 2, 8);
-  now = 1;
+  fresh (&m, &a, 64, 100000, 0, 3, 8);
   run (&m, &a, now + 2000 * MS, 0);
   CHECK_EQ (a.base, 8);
   CHECK (a.depth <= 8);
@@ -154,10 +158,8 @@ main (void)
   /* A load that keeps one unit out (a reader waiting for each read)
    * never fills the depth: nothing is learned, nothing changes.
    */
-  memset (&m, 0, sizeof m);
-  m.lanes = 16; m.service_ns = 100000; m.outstanding = 1; m.rng = 4;
-  dl_autodepth_init (&a, 2, 64);
-  now = 1;
+  fresh (&m, &a, 16, 100000, 0, 4, 64);
+  m.outstanding = 1;
   run (&m, &a, now + 10000 * MS, 0);
   CHECK_EQ (a.depth, 2);
   CHECK_EQ (a.probes_kept, 0);
@@ -166,10 +168,7 @@ main (void)
   /* The device changes under a kept depth (the volume is throttled to
    * one lane): the depth is given back within its holds.
    */
-  memset (&m, 0, sizeof m);
-  m.lanes = 16; m.service_ns = 100000; m.rng = 5;
-  dl_autodepth_init (&a, 2, 64);
-  now = 1;
+  fresh (&m, &a, 16, 100000, 0, 5, 64);
   run (&m, &a, now + 2000 * MS, 0);
   CHECK_EQ (a.base, 16);
   m.lanes = 1;

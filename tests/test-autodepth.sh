@@ -18,7 +18,7 @@
 #      its reason.
 #   4. A file on this machine's own (virtual) disk, which completes 4 KiB
 #      reads in tens of microseconds, several at once: completions then
-#      arrive in batches, and the depth must still leave 2.
+#      arrive in batches, and the depth must still climb to 8 or more.
 source "$(dirname "$0")/functions.sh"
 requires_filter
 requires fio --version
@@ -72,7 +72,10 @@ head -c 256M /dev/urandom > "$tmpdir/fast.img"
 if run_load fast "$tmpdir/fast.img" auto; then
     read -r n above max last < <(summary "$tmpdir/fast.depths")
     echo "4: this machine's disk: $n samples, $above above 2, max $max, last $last"
-    [ "$max" -gt 2 ] || fail "this machine's disk: the depth never left 2"
+    # Here 16 in every run (4 KiB reads: 27k/s at depth 4, 31k at 8, at
+    # 2 19k); judged at each completion, the batches hid the full depth
+    # and it stopped at 4 or 2.
+    [ "$max" -ge 8 ] || fail "this machine's disk: the depth reached only $max"
 else
     fail "this machine's disk: the load did not run"
 fi

@@ -153,7 +153,7 @@ bad ()
 bad "bad.conf: backing: missing" "read-expire = 100ms"
 bad "bad.conf:2: read-expire=1x: read_expire: '1x' is not a duration" \
     "backing = $disk" "read-expire = 1x"
-bad "bad.conf:1: depth: '0' is not an integer" "depth = 0" "backing = $disk"
+bad "bad.conf:1: depth: '0' is neither auto nor an integer" "depth = 0" "backing = $disk"
 bad "bad.conf:2: color: unknown key" "backing = $disk" "color = blue"
 bad "bad.conf:3: backing: already set on line 1" "backing = $disk" "" "backing = $disk"
 bad "bad.conf:1: backing: $tmpdir/nope: No such file" "backing = $tmpdir/nope"

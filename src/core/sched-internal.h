@@ -229,6 +229,8 @@ typedef bool dl_visit_fn (struct dl_req *v, void *arg);
  * checks that no call goes the other way.
  *
  *   tunable.c, hist.c   the tunables and the histograms (stand alone)
+ *   autodepth.c         the device depth for callers that own it (stand
+ *                       alone: the caller applies it, dl_sched_set_depth)
  *   sortq.c, fifo.c     the two queues of each direction
  *   unit.c              a unit into both queues, or out of both
  *   cost.c              what a batch has spent; the device head

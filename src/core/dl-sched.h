@@ -98,8 +98,8 @@ enum dl_policy {
  *
  * Beyond the seed: anticipate, preempt, preempt_min, size_cost,
  * seed_batches, readahead, write_piece, read_slice, write_slice and
- * slice_writes, and write_expire and max_merge's defaults; profile seed (tunable.c) sets them all as the
- * seed.
+ * slice_writes, and write_expire and max_merge's defaults; profile seed
+ * (tunable.c) sets them all as the seed.
  */
 #define DL_MS UINT64_C (1000000)
 #define DL_SEC UINT64_C (1000000000)
@@ -428,7 +428,9 @@ uint64_t dl_hist_percentile (const struct dl_hist *h, double p);
  * whether units were waiting that the depth kept back, and keeps at
  * most the depth returned at the device.
  */
-enum dl_ad_phase { DL_AD_MEASURE, DL_AD_PROBE_UP, DL_AD_HOLD, DL_AD_PROBE_DOWN };
+enum dl_ad_phase {
+  DL_AD_MEASURE, DL_AD_PROBE_UP, DL_AD_HOLD, DL_AD_PROBE_DOWN
+};
 struct dl_autodepth {
   uint32_t min, max;
   uint32_t depth;               /* in force */

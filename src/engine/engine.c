@@ -783,7 +783,8 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
                 st->sched.device_rate[DL_READ], st->sched.device_rate[DL_WRITE],
                 st->sched.device_access_ns[DL_READ],
                 st->sched.device_access_ns[DL_WRITE], st->rmw, st->short_io,
-                st->zero_fallback, st->inflight_max, st->waiting_max, st->depth,
+                st->zero_fallback, st->inflight_max, st->waiting_max,
+                st->depth,
                 st->wb_answered, st->wb_bytes_max, st->wb_failed, st->conn_full);
   if (n < 0 || (size_t) n >= left)
     return;

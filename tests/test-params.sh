@@ -43,6 +43,7 @@ valid=(
   "preempt off preempt=off"
   "preempt-min 8 preempt_min=8"
   "depth 32 depth=32"
+  "depth auto depth=auto<=64"
   "max-inflight 16M max_inflight=16777216"
   "dispatch next dispatch=next"
 )

@@ -151,8 +151,8 @@ log_tunables (void)
     n += snprintf (line + n, n < sizeof line ? sizeof line - n : 0, " %s=%s",
                    dl_tunable_names[i], val);
   }
-  nbdkit_debug ("deadline: settings%s depth=%u max_inflight=%" PRIu64 " dispatch=%s",
-                line, params.depth, params.max_inflight,
+  nbdkit_debug ("deadline: settings%s depth=%s%u max_inflight=%" PRIu64 " dispatch=%s",
+                line, params.depth_auto ? "auto<=" : "", params.depth, params.max_inflight,
                 dispatch_name (params.dispatch));
 }
 

@@ -6,7 +6,12 @@
  *     not, checked against a model; read-modify-write was exercised;
  *  3. next: the callback never sees more than `depth` units at once;
  *  4. stop with requests queued: every one completes or fails, none is
- *     lost.
+ *     lost;
+ *  5. direct, with threads doing their own reads and writes (engine.c,
+ *     submit_shared): six threads on their own regions, checked against
+ *     models; the depth holds, progress never stops, plain requests are
+ *     done by their own threads and the rest by the loop; a lone reader
+ *     does every one of its reads itself; with inline_io off, none.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -366,6 +371,181 @@ test_liveness (void)
   engine_free (live_e);
 }
 
+/* --- direct, threads doing their own I/O --------------------------------- */
+
+#define OWN_THREADS 6
+#define OWN_REGION (1u << 20)   /* each thread's, in a file of 6 MiB */
+
+static struct engine *own_e;
+static int own_stop;
+static unsigned long own_done, own_errors;
+
+/* Writes of 4 KiB..64 KiB, aligned (its own thread's) or not (the
+ * loop's, read-modify-write); reads of any extent into a buffer that
+ * is aligned or not; FUA now and then.  Each read is checked against
+ * the thread's model of its region.
+ */
+static void *
+own_submitter (void *arg)
+{
+  long id = (long) arg;
+  uint64_t base = (uint64_t) id * OWN_REGION, x = 0x9e3779b97f4a7c15ULL * (id + 1);
+  unsigned char *model = calloc (OWN_REGION, 1);
+  unsigned char *buf;
+  unsigned long i;
+
+  if (model == NULL || posix_memalign ((void **) &buf, 4096, 65536 + 4096) != 0)
+    abort ();
+  for (i = 0; !__atomic_load_n (&own_stop, __ATOMIC_RELAXED); i++) {
+    struct engine_req r;
+    uint32_t off, len;
+    int rc, k;
+    unsigned char *b;
+
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    memset (&r, 0, sizeof r);
+    r.stream = id + 1;
+    if (x % 3 == 0) {                   /* write */
+      if (x % 5 == 0) {                 /* unaligned: the loop's */
+        len = 1 + (x >> 8) % 20000;
+        off = (x >> 24) % (OWN_REGION - len);
+      }
+      else {
+        len = 4096 * (1 + (x >> 8) % 16);
+        off = 4096 * ((x >> 24) % (OWN_REGION / 4096 - 16));
+      }
+      b = buf + ((x >> 40) % 2 ? 0 : 1);
+      for (k = 0; k < (int) len; k++)
+        b[k] = (unsigned char) (i * 31 + k + id);
+      memcpy (model + off, b, len);
+      r.op = DL_OP_WRITE;
+      r.flags = x % 11 == 0 ? ENGINE_F_FUA : 0;
+    }
+    else {                              /* read, any extent */
+      len = 1 + (x >> 8) % 65536;
+      off = (x >> 24) % (OWN_REGION - len);
+      if (x % 4 == 0) {                 /* aligned extent and buffer */
+        off &= ~4095u;
+        len = (len + 4095) & ~4095u;
+        if (off + len > OWN_REGION)
+          off = OWN_REGION - len;
+      }
+      b = buf + ((x >> 40) % 2 ? 0 : 3);
+      r.op = DL_OP_READ;
+    }
+    r.offset = base + off;
+    r.length = len;
+    r.buf = b;
+    rc = engine_submit (own_e, &r);
+    if (rc != 0 || (r.op == DL_OP_READ && memcmp (b, model + off, len) != 0))
+      __atomic_add_fetch (&own_errors, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch (&own_done, 1, __ATOMIC_RELAXED);
+  }
+  free (model);
+  free (buf);
+  return NULL;
+}
+
+static void
+test_own_io (bool inline_io)
+{
+  char path[] = "/tmp/test-engine-own.XXXXXX";
+  struct engine_params p;
+  struct engine_stats st, st2;
+  pthread_t t[OWN_THREADS];
+  unsigned long last = 0;
+  int fd, still = 0, ticks, i;
+  char err[256];
+  static char lone[4096] __attribute__ ((aligned (4096)));
+
+  fd = mkstemp (path);
+  if (fd < 0 || ftruncate (fd, OWN_THREADS * OWN_REGION) < 0) {
+    perror ("test-engine: scratch file");
+    exit (EXIT_FAILURE);
+  }
+  close (fd);
+  engine_params_default (&p);
+  p.path = path;
+  p.depth = 3;
+  p.inline_io = inline_io;
+  own_e = engine_new (&p, err, sizeof err);
+  CHECK (own_e != NULL, "engine_new (own): %s", err);
+  if (own_e == NULL) {
+    unlink (path);
+    return;
+  }
+  CHECK (engine_align (own_e) <= 4096, "alignment %u", engine_align (own_e));
+  CHECK (engine_start (own_e) == 0, "start");
+  own_stop = 0;
+  own_done = own_errors = 0;
+  for (i = 0; i < OWN_THREADS; i++)
+    pthread_create (&t[i], NULL, own_submitter, (void *) (long) i);
+  for (ticks = 0; ticks < 20 && still < 20; ticks++) {
+    unsigned long c;
+
+    usleep (100000);
+    c = __atomic_load_n (&own_done, __ATOMIC_RELAXED);
+    still = c == last ? still + 1 : 0;
+    last = c;
+  }
+  CHECK (still < 20, "inline %d: no progress for 2 s after %lu requests",
+         inline_io, last);
+  __atomic_store_n (&own_stop, 1, __ATOMIC_RELAXED);
+  for (i = 0; i < OWN_THREADS; i++)
+    pthread_join (t[i], NULL);
+  CHECK (own_errors == 0, "inline %d: %lu of %lu requests failed or read back "
+         "wrong", inline_io, own_errors, own_done);
+
+  engine_get_stats (own_e, &st);
+  CHECK (st.inflight_max <= 3, "inline %d: inflight_max %llu > depth 3",
+         inline_io, (unsigned long long) st.inflight_max);
+  CHECK (st.completed == st.submitted && st.failed == 0,
+         "inline %d: %llu submitted, %llu completed, %llu failed", inline_io,
+         (unsigned long long) st.submitted, (unsigned long long) st.completed,
+         (unsigned long long) st.failed);
+  if (inline_io)
+    CHECK (st.units_inline > st.units / 4 && st.units_inline < st.units &&
+           st.rmw > 0, "inline: %llu of %llu units done by their thread, "
+           "%llu read-modify-write", (unsigned long long) st.units_inline,
+           (unsigned long long) st.units, (unsigned long long) st.rmw);
+  else
+    CHECK (st.units_inline == 0, "inline off: %llu units done by their thread",
+           (unsigned long long) st.units_inline);
+
+  /* A lone reader: nothing ever waits, so with inline_io its thread
+   * does every read itself (readahead off first, or the core asks for
+   * more than the read, which the loop does; the flush, through the
+   * loop, makes sure the loop has taken the new tunables).
+   */
+  {
+    struct dl_tunables tu;
+    struct engine_req f = { .op = DL_OP_FLUSH };
+
+    engine_get_tunables (own_e, &tu);
+    tu.readahead = 0;
+    CHECK (engine_set_tunables (own_e, &tu, err, sizeof err) == 0, "%s", err);
+    CHECK (engine_submit (own_e, &f) == 0, "flush");
+  }
+  engine_get_stats (own_e, &st);
+  for (i = 0; i < 200; i++) {
+    struct engine_req r = { .op = DL_OP_READ, .offset = (uint64_t) (i * 389 % 1500) * 4096,
+                            .length = 4096, .buf = lone, .stream = 99 };
+    CHECK (engine_submit (own_e, &r) == 0, "lone read %d", i);
+  }
+  engine_get_stats (own_e, &st2);
+  /* (Reads answered from what the threads' reads brought in ahead
+   * never reach the core.)
+   */
+  CHECK (st2.units - st.units >= 100 &&
+         st2.units_inline - st.units_inline ==
+         (inline_io ? st2.units - st.units : 0),
+         "inline %d: %llu of the lone reader's %llu units done by its thread",
+         inline_io, (unsigned long long) (st2.units_inline - st.units_inline),
+         (unsigned long long) (st2.units - st.units));
+  engine_free (own_e);
+  unlink (path);
+}
+
 int
 main (void)
 {
@@ -374,6 +554,10 @@ main (void)
   test_next (0);
   test_next (1);
   test_liveness ();
+  if (!direct_skipped) {
+    test_own_io (true);
+    test_own_io (false);
+  }
   if (failures) {
     fprintf (stderr, "test-engine: %d failures\n", failures);
     return EXIT_FAILURE;

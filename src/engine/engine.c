@@ -1,13 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the engine's lifecycle and loop.
  *
- * Submitting threads never touch the scheduler: they append to the
- * inbox (inbox.c) and wake the loop.  The loop thread alone owns the
- * scheduler, the ring and the depth counters, so none of those need
- * locks.  The scheduler only has a choice to make while requests wait,
- * which is why units are handed to the device only while fewer than
- * `depth` of them are in flight: everything else waits in the core,
- * where it can be ordered.
+ * The scheduler only has a choice to make while requests wait, which
+ * is why units are handed to the device only while fewer than `depth`
+ * of them are in flight: everything else waits in the core, where it
+ * can be ordered.  The core is single-threaded but need not live on
+ * one thread: it and the depth counters are under sched_lock.
+ *
+ * A thread that waits for its request, when the request is a plain read
+ * or write (syncio_fits), inserts it into the core itself and asks the
+ * core for what the free slots allow (submit_shared).  The core makes
+ * every decision as always.  A unit that is such a request alone goes
+ * back to its own thread, which does the I/O itself with one pread or
+ * pwrite (syncio.c), completes it, and hands out what its slot lets go,
+ * waking only the owners of those units.  On a disk that keeps up the
+ * core hands a request out the moment it arrives, and nobody is woken
+ * at all.  Every other unit (merged, read ahead, in pieces, flush,
+ * trim, zero, read-modify-write) and every other request (through the
+ * inbox, inbox.c) goes to the loop thread, which alone owns the ring,
+ * the timers and the control socket.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -35,6 +46,7 @@ engine_params_default (struct engine_params *p)
   p->max_bytes = 8u << 20;
   p->align = 1;
   p->spin_ns = 30000;
+  p->inline_io = true;
 }
 
 static inline void
@@ -109,8 +121,10 @@ engine_alloc (const struct engine_params *p)
   pthread_mutexattr_init (&a);
   pthread_mutexattr_settype (&a, PTHREAD_MUTEX_ADAPTIVE_NP);
   pthread_mutex_init (&e->lock, &a);
+  pthread_mutex_init (&e->sched_lock, &a);
   pthread_mutexattr_destroy (&a);
   pthread_mutex_init (&e->stats_lock, NULL);
+  pthread_mutex_init (&e->own_pool_lock, NULL);
   TAILQ_INIT (&e->wb_list);
   pthread_mutex_init (&e->wb_lock, NULL);
   pthread_cond_init (&e->wb_cond, NULL);
@@ -179,6 +193,10 @@ engine_new (const struct engine_params *p, char *err, size_t errlen)
   if (r < 0)
     goto fail;
 
+  /* Bounce buffers for the threads' own I/O (syncio.c): the few in use
+   * at once (depth) are kept.
+   */
+  bufpool_init (&e->own_pool, e->align, (uint64_t) p->depth * 131072 + (1u << 20));
   e->sched = dl_sched_new (&p->tunables, e->align);
   if (e->sched == NULL) {
     r = -errno;
@@ -287,8 +305,12 @@ fail_unit (struct engine *e, struct dl_req *unit, int err)
   }
 }
 
+/* A unit leaves the core for the device: count it in flight.  Whoever
+ * issues it (the loop, or its own submitter) holds sched_lock.
+ */
 static void
-issue (struct engine *e, struct dl_req *unit, uint64_t now)
+account_issue (struct engine *e, struct dl_req *unit, uint64_t now,
+               bool own_thread)
 {
   struct dl_req *m, *tmp;
   uint64_t members = 0;
@@ -309,6 +331,8 @@ issue (struct engine *e, struct dl_req *unit, uint64_t now)
   pthread_mutex_lock (&e->stats_lock);
   e->st.units++;
   e->st.unit_members += members;
+  if (own_thread)
+    e->st.units_inline++;
   DL_FOREACH_MEMBER (m, unit, tmp) {
     dl_hist_add (&e->st.queue, now - req_of (m)->t_insert);
     if (m->op == DL_OP_READ)
@@ -317,8 +341,66 @@ issue (struct engine *e, struct dl_req *unit, uint64_t now)
   if (e->inflight > e->st.inflight_max)
     e->st.inflight_max = e->inflight;
   pthread_mutex_unlock (&e->stats_lock);
+}
 
+static void
+issue (struct engine *e, struct dl_req *unit, uint64_t now)
+{
+  account_issue (e, unit, now, false);
   e->disp->issue (e, unit);
+}
+
+/* Units a submitting thread dispatched that need the ring (counted in
+ * flight already).
+ */
+static void
+issue_handoffs (struct engine *e)
+{
+  struct engine_req *r;
+
+  while ((r = e->handoff_head) != NULL) {
+    e->handoff_head = r->inbox_next;
+    if (e->handoff_head == NULL)
+      e->handoff_tail = NULL;
+    e->disp->issue (e, &r->dl);
+  }
+}
+
+/* A unit the core has handed out goes to the device: a request alone
+ * whose thread waits to do it (submit_shared) is given back to that
+ * thread, which may be this one (its `done` word goes to 2: no I/O of
+ * anyone else is done on a thread that would then answer late); any
+ * other is issued through the dispatcher on the loop, or left for it.
+ */
+static void own_done (struct engine_req *r, void *opaque);
+
+static void
+hand_out (struct engine *e, struct dl_req *unit, uint64_t now, bool on_loop,
+          struct engine_req *self)
+{
+  struct engine_req *r = req_of (unit);
+
+  if (unit->nr_members == 1 && r->own_io && unit->ra_length == 0 &&
+      unit->piece_length == 0) {
+    account_issue (e, unit, now, true);
+    e->inflight_own++;
+    r->done_cb = own_done;
+    __atomic_store_n (&r->done, 2, __ATOMIC_RELEASE);
+    if (r != self)
+      futex_wake_one (&r->done);
+    return;
+  }
+  account_issue (e, unit, now, false);
+  if (on_loop) {
+    e->disp->issue (e, unit);
+    return;
+  }
+  r->inbox_next = NULL;
+  if (e->handoff_tail)
+    e->handoff_tail->inbox_next = r;
+  else
+    e->handoff_head = r;
+  e->handoff_tail = r;
 }
 
 /* Hand units to the device while there is room; arm the core's timer. */
@@ -328,12 +410,13 @@ pump (struct engine *e)
   uint64_t now = engine_now_ns (), t, waiting;
   struct dl_req *unit;
 
+  issue_handoffs (e);
   if (!e->draining) {
     while (e->inflight < e->depth && e->inflight_bytes < e->p.max_bytes) {
       unit = dl_dispatch (e->sched, now);
       if (unit == NULL)
         break;
-      issue (e, unit, now);
+      hand_out (e, unit, now, true, NULL);
     }
   }
 
@@ -344,9 +427,9 @@ pump (struct engine *e)
    * units free and call a full device idle (autodepth.c).
    */
   e->depth_full = e->inflight - e->flushes_inflight >= e->depth && waiting > 0;
+  if (waiting > e->waiting_peak)
+    e->waiting_peak = waiting;
   pthread_mutex_lock (&e->stats_lock);
-  if (waiting > e->st.waiting_max)
-    e->st.waiting_max = waiting;
   dl_sched_stats (e->sched, &e->st.sched);
   pthread_mutex_unlock (&e->stats_lock);
 
@@ -392,28 +475,39 @@ pump (struct engine *e)
  */
 static void on_wake (struct ev_loop *loop, ev_async *w, int revents);
 
+/* Only one request in the whole engine, and it is on the ring: a
+ * client at depth 1.  With more, spinning only takes the CPU from the
+ * threads that would bring the next requests (on two cores it cost 40%
+ * of the IOPS at depth 32).
+ */
+static bool
+alone_on_ring (struct engine *e)
+{
+  bool alone;
+
+  pthread_mutex_lock (&e->sched_lock);
+  alone = !e->draining && e->inflight - e->inflight_own == 1 &&
+    __atomic_load_n (&e->outstanding, __ATOMIC_RELAXED) == 1;
+  pthread_mutex_unlock (&e->sched_lock);
+  return alone;
+}
+
 static void
 poll_briefly (struct engine *e)
 {
   uint64_t until;
   unsigned i;
 
-  if (e->p.dispatch != ENGINE_DIRECT || e->draining || e->p.spin_ns == 0)
+  if (e->p.dispatch != ENGINE_DIRECT || e->p.spin_ns == 0)
     return;
-  for (;;) {
-    /* Only one request in the whole engine, and it is at the device: a
-     * client at depth 1.  With more, spinning here only takes the CPU
-     * from the threads that would bring the next requests (on two cores
-     * it cost 40% of the IOPS at depth 32).
-     */
-    if (e->inflight != 1 ||
-        __atomic_load_n (&e->outstanding, __ATOMIC_RELAXED) != 1)
-      return;
+  while (alone_on_ring (e)) {
     until = engine_now_ns () + e->p.spin_ns;
     for (i = 0;; ++i) {
       if (io_uring_cq_ready (&e->ring)) {
+        pthread_mutex_lock (&e->sched_lock);
         direct_reap (e);
         pump (e);
+        pthread_mutex_unlock (&e->sched_lock);
         break;
       }
       if (__atomic_load_n (&e->inbox_head, __ATOMIC_RELAXED) != NULL) {
@@ -474,6 +568,11 @@ on_wake (struct ev_loop *loop, ev_async *w, int revents)
   struct engine_req *r, *next;
 
   (void) loop;
+  /* Taken and inserted in one hold of sched_lock: a request that
+   * submit_shared inserts finds those before it either still in the
+   * inbox or already in the core, never between the two.
+   */
+  pthread_mutex_lock (&e->sched_lock);
   inbox_take (e, &b);
   if (b.tunables_pending) {
     char err[128];
@@ -488,6 +587,7 @@ on_wake (struct ev_loop *loop, ev_async *w, int revents)
   if (b.stopping && !e->draining)
     drain_waiting (e);
   pump (e);
+  pthread_mutex_unlock (&e->sched_lock);
   if (w != NULL && revents != 0)
     poll_briefly (e);
 }
@@ -502,16 +602,22 @@ on_ring (struct ev_loop *loop, ev_io *w, int revents)
   if (read (e->efd, &v, sizeof v) < 0 && errno != EAGAIN) {
     /* Nothing to do: the CQ is drained regardless. */
   }
+  pthread_mutex_lock (&e->sched_lock);
   direct_reap (e);
   pump (e);
+  pthread_mutex_unlock (&e->sched_lock);
   poll_briefly (e);
 }
 
 static void
 on_timer (struct ev_loop *loop, ev_timer *w, int revents)
 {
+  struct engine *e = w->data;
+
   (void) loop; (void) revents;
-  pump (w->data);
+  pthread_mutex_lock (&e->sched_lock);
+  pump (e);
+  pthread_mutex_unlock (&e->sched_lock);
 }
 
 /* Periodic counters, only when something happened since the last. */
@@ -578,6 +684,9 @@ engine_start (struct engine *e)
     e->disp->stop (e);
     return -r;
   }
+  pthread_mutex_lock (&e->sched_lock);
+  e->loop_live = true;
+  pthread_mutex_unlock (&e->sched_lock);
   pthread_mutex_lock (&e->lock);
   e->started = true;
   pthread_mutex_unlock (&e->lock);
@@ -589,6 +698,111 @@ engine_submit_async (struct engine *e, struct engine_req *r,
                      void (*cb) (struct engine_req *, void *), void *opaque)
 {
   return inbox_put (e, r, cb, opaque);
+}
+
+static void
+own_done (struct engine_req *r, void *opaque)
+{
+  (void) r; (void) opaque;      /* its own thread: nobody to wake */
+}
+
+/* Dispatch while the device has free slots (submitting threads; the
+ * loop has pump).  Units the loop must issue are queued for it.
+ */
+static void
+dispatch_free_slots (struct engine *e, uint64_t now, struct engine_req *self)
+{
+  struct dl_req *unit;
+  uint64_t waiting;
+
+  while (e->inflight < e->depth && e->inflight_bytes < e->p.max_bytes &&
+         (unit = dl_dispatch (e->sched, now)) != NULL)
+    hand_out (e, unit, now, false, self);
+  waiting = dl_waiting (e->sched);
+  e->depth_full = e->inflight - e->flushes_inflight >= e->depth && waiting > 0;
+  if (waiting > e->waiting_peak)
+    e->waiting_peak = waiting;
+}
+
+/* The loop must look again: units to issue, a slot free that the core
+ * keeps empty for now (its timer: anticipation, pieces), or a stopping
+ * loop waiting for the last unit.
+ */
+static bool
+loop_needed (struct engine *e)
+{
+  return e->handoff_head != NULL || e->draining || e->paused != NULL ||
+    (e->inflight < e->depth && dl_waiting (e->sched) > 0);
+}
+
+/* r was handed out to this thread (hand_out): do it, complete it, and
+ * hand out what its slot lets go.
+ */
+static int
+own_io (struct engine *e, struct engine_req *r)
+{
+  int result = syncio_rw (e, r);
+
+  pthread_mutex_lock (&e->sched_lock);
+  e->inflight_own--;
+  r->result = result;
+  unit_done (e, &r->dl, result, true);
+  if (!e->draining)
+    dispatch_free_slots (e, engine_now_ns (), NULL);
+  /* Woken under the lock: the loop cannot end (and the engine be
+   * freed) before the call.
+   */
+  if (loop_needed (e))
+    ev_async_send (e->loop, &e->wake);
+  pthread_mutex_unlock (&e->sched_lock);
+  return result;
+}
+
+/* Requests of threads that wait for them (engine_submit), each one
+ * plain enough for its thread to do (syncio_fits), are inserted by
+ * that thread itself (see the top of this file).  The core decides as
+ * for any request; a unit it hands out that is such a request alone
+ * goes back to its thread, and any other goes to the loop, which has
+ * the ring.  false: r was not taken (the inbox's then).
+ */
+static bool
+submit_shared (struct engine *e, struct engine_req *r, int *result)
+{
+  uint64_t now;
+  bool wake;
+
+  if (!e->p.inline_io || !syncio_fits (e, r))
+    return false;
+  pthread_mutex_lock (&e->sched_lock);
+  /* A request in the inbox came first (a write already answered, with
+   * deadline-writeback): r must not pass it, so it goes behind it.
+   */
+  if (!e->loop_live || e->draining ||
+      __atomic_load_n (&e->inbox_head, __ATOMIC_ACQUIRE) != NULL) {
+    pthread_mutex_unlock (&e->sched_lock);
+    return false;               /* the inbox's (which refuses it if stopping) */
+  }
+  inbox_req_init (e, r, NULL, NULL);
+  r->own_io = true;
+  __atomic_add_fetch (&e->submitted, 1, __ATOMIC_RELAXED);
+  now = r->t_submit;
+  r->t_insert = now;
+  dl_insert (e->sched, &r->dl, now);
+  if (modifies (r->op))
+    racache_taken (&e->ra);
+  dispatch_free_slots (e, now, r);
+  wake = loop_needed (e);
+  if (wake)
+    ev_async_send (e->loop, &e->wake);
+  pthread_mutex_unlock (&e->sched_lock);
+
+  /* 2: handed out to this thread; 1: completed by another. */
+  futex_wait_while (&r->done, 0);
+  if (__atomic_load_n (&r->done, __ATOMIC_ACQUIRE) == 2)
+    *result = own_io (e, r);
+  else
+    *result = r->result;
+  return true;
 }
 
 int
@@ -614,6 +828,8 @@ engine_submit (struct engine *e, struct engine_req *r)
   if (r->op == DL_OP_FLUSH)
     wb_err = wb_before_flush (e);
 
+  if (submit_shared (e, r, &rc))
+    return rc == 0 ? wb_err : rc;
   rc = inbox_put (e, r, NULL, NULL);
   if (rc == 0) {
     futex_wait_while (&r->done, 0);
@@ -686,8 +902,11 @@ engine_free (struct engine *e)
   if (e->sched)
     dl_sched_free (e->sched);
   backing_close (&e->b);
+  bufpool_destroy (&e->own_pool);
+  pthread_mutex_destroy (&e->own_pool_lock);
   racache_destroy (&e->ra);
   pthread_mutex_destroy (&e->lock);
+  pthread_mutex_destroy (&e->sched_lock);
   pthread_mutex_destroy (&e->stats_lock);
   pthread_mutex_destroy (&e->wb_lock);
   pthread_cond_destroy (&e->wb_cond);
@@ -705,9 +924,16 @@ engine_note_connection_full (struct engine *e)
 void
 engine_get_stats (struct engine *e, struct engine_stats *st)
 {
+  /* The core's counters as they are now: submitting threads use the
+   * core between the loop's turns.
+   */
+  pthread_mutex_lock (&e->sched_lock);
   pthread_mutex_lock (&e->stats_lock);
   *st = e->st;
   pthread_mutex_unlock (&e->stats_lock);
+  dl_sched_stats (e->sched, &st->sched);
+  st->waiting_max = e->waiting_peak;
+  pthread_mutex_unlock (&e->sched_lock);
   st->submitted = __atomic_load_n (&e->submitted, __ATOMIC_RELAXED);
   st->conn_full = __atomic_load_n (&e->conn_full, __ATOMIC_RELAXED);
   pthread_mutex_lock (&e->ra.lock);

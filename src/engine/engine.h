@@ -66,6 +66,10 @@ struct engine_params {
                                  * up to this many bytes not yet on the device
                                  * (0 = every write waits for the device) */
   uint64_t spin_ns;             /* DIRECT: poll the ring this long at low load (0 = never) */
+  bool inline_io;               /* a plain request that the core
+                                 * hands out alone goes to the device from
+                                 * its own thread (syncio.c); false: always
+                                 * through the loop (ring or workers) */
   /* Called on the loop thread every stats_interval_ns while requests
    * flow (0 = never); must not block.
    */
@@ -113,7 +117,9 @@ struct engine_req {
   struct ra_token ra;           /* NEXT: a unit head's extent to read ahead */
   char *ra_buf;
   int result;
-  int done;                     /* engine_submit: futex word, 1 when done */
+  bool own_io;                  /* its waiting thread does its I/O (engine.c) */
+  int done;                     /* engine_submit: futex word, 1 when done,
+                                   2 when handed to its thread to do */
 };
 
 struct engine;
@@ -167,6 +173,9 @@ void engine_get_tunables (struct engine *e, struct dl_tunables *t);
 #define ENGINE_STATS_UNITS(X)                                            \
   X (units, "units_total", "units issued")                               \
   X (unit_members, "unit_members_total", "the requests they held")       \
+  X (units_inline, "units_inline_total",                                 \
+     "... of the units, those their own submitting thread took to the "  \
+     "device (deadline-inline)")                                         \
   /* end of ENGINE_STATS_UNITS */
 
 #define ENGINE_STATS_IO(X)                                               \

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the inbox, where other threads hand requests to the loop.
  *
- * Submitting threads never touch the scheduler: they append to the
- * inbox under `lock` and wake the loop, which takes the whole inbox in
+ * A submitting thread whose request it cannot do itself (engine.c,
+ * submit_shared) appends it to the inbox under `lock` and
+ * wakes the loop, which takes the whole inbox in
  * one step at the start of its turn.  The next layer's workers hand
  * finished units back the same way (the done list).  This file is the
  * only code that takes `lock` for these lists, so their order rules are
@@ -12,16 +13,14 @@
 
 #include "internal.h"
 
-/* Fill the core's part of r and append it to the inbox; cb (or, if
- * NULL, the `done` word) hears of its end.  -ESHUTDOWN once the engine
- * stops taking requests.
+/* Fill the core's part of r and count it outstanding; cb (or, if NULL,
+ * the `done` word) hears of its end.  Also for a request that its own
+ * thread takes to the device (engine.c, submit_shared).
  */
-int
-inbox_put (struct engine *e, struct engine_req *r,
-           void (*cb) (struct engine_req *, void *), void *opaque)
+void
+inbox_req_init (struct engine *e, struct engine_req *r,
+                void (*cb) (struct engine_req *, void *), void *opaque)
 {
-  bool first;
-
   r->done_cb = cb;
   r->done_opaque = opaque;
   r->dl.offset = r->offset;
@@ -34,6 +33,7 @@ inbox_put (struct engine *e, struct engine_req *r,
   r->t_submit = engine_now_ns ();
   r->t_insert = r->t_dispatch = 0;
   r->result = 0;
+  r->own_io = false;
   r->done = 0;
 
   /* Before it is queued: no read after this one may be answered with
@@ -42,6 +42,18 @@ inbox_put (struct engine *e, struct engine_req *r,
   if (modifies (r->op))
     racache_modified (&e->ra, r->offset, r->offset + r->length);
   __atomic_add_fetch (&e->outstanding, 1, __ATOMIC_RELAXED);
+}
+
+/* Append r to the inbox (inbox_req_init first).  -ESHUTDOWN once the
+ * engine stops taking requests.
+ */
+int
+inbox_put (struct engine *e, struct engine_req *r,
+           void (*cb) (struct engine_req *, void *), void *opaque)
+{
+  bool first;
+
+  inbox_req_init (e, r, cb, opaque);
   pthread_mutex_lock (&e->lock);
   if (!e->started || e->stopping) {
     pthread_mutex_unlock (&e->lock);

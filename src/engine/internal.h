@@ -11,6 +11,7 @@
  *   direct.c, nextpool.c  the two dispatchers (struct dispatcher):
  *                         io_uring on the O_DIRECT backing, or the
  *                         layer below on worker threads
+ *   syncio.c              a request's own thread doing its I/O (DIRECT)
  *   writeback.c           writes answered before they reach the device
  *   engine.c              lifecycle, the loop, depth accounting, stats
  *   control.c             the control socket (engine.h's API only)
@@ -78,7 +79,19 @@ struct engine {
   struct backing b;             /* DIRECT */
   uint64_t size;
   uint32_t align;
-  struct dl_sched *sched;       /* loop thread only */
+  /* The core and the depth counters below, under sched_lock: held by
+   * the loop for each turn, and by submitting threads that insert their
+   * own requests and dispatch (engine.c, submit_shared).
+   */
+  pthread_mutex_t sched_lock;
+  struct dl_sched *sched;
+  /* Units dispatched by a submitting thread that only the loop can
+   * issue (through the ring), linked through the head's inbox_next.
+   */
+  struct engine_req *handoff_head, *handoff_tail;
+  /* syncio.c's bounce buffers. */
+  pthread_mutex_t own_pool_lock;
+  struct bufpool own_pool;
 
   /* Shared with submitting threads and workers, under lock. */
   pthread_mutex_t lock;
@@ -91,7 +104,7 @@ struct engine {
   uint64_t conn_full;           /* atomic: engine_note_connection_full */
   uint64_t outstanding;         /* atomic: submitted, not yet completed */
 
-  /* The loop thread's. */
+  /* The loop thread's (and, under sched_lock, inflight to draining). */
   pthread_t thread;
   struct ev_loop *loop;
   ev_async wake;
@@ -100,9 +113,12 @@ struct engine {
   ev_timer stats_timer;
   uint64_t stats_last_completed;
   uint32_t inflight;            /* units at the device */
+  uint32_t inflight_own;        /* ... taken there by their submitter */
+  bool loop_live;               /* the loop runs: submit_shared may insert */
   uint32_t depth;               /* ... at most (p.depth unless depth_auto) */
   struct dl_autodepth autodepth; /* depth_auto: how the depth is chosen */
-  bool depth_full;              /* the last pump left units waiting for a slot */
+  bool depth_full;              /* the last dispatch left units waiting for a slot */
+  uint64_t waiting_peak;        /* most units seen waiting in the core */
   uint64_t inflight_bytes;
   uint32_t flushes_inflight;    /* flush units among them */
   bool draining;
@@ -147,6 +163,8 @@ struct engine {
 };
 
 /* inbox.c */
+void inbox_req_init (struct engine *e, struct engine_req *r,
+                     void (*cb) (struct engine_req *, void *), void *opaque);
 int inbox_put (struct engine *e, struct engine_req *r,
                void (*cb) (struct engine_req *, void *), void *opaque);
 void inbox_done (struct engine *e, struct engine_req *head);
@@ -161,6 +179,11 @@ void inbox_take (struct engine *e, struct inbox_batch *b);
 
 /* direct.c, besides its dispatcher */
 void direct_reap (struct engine *e);          /* from the ring's ev_io */
+
+/* syncio.c: the largest extent a submitting thread does itself. */
+#define SYNCIO_MAX (4u << 20)
+bool syncio_fits (const struct engine *e, const struct engine_req *r);
+int syncio_rw (struct engine *e, struct engine_req *r);
 
 /* writeback.c */
 bool wb_applies (const struct engine *e, const struct engine_req *r);

@@ -151,9 +151,10 @@ log_tunables (void)
     n += snprintf (line + n, n < sizeof line ? sizeof line - n : 0, " %s=%s",
                    dl_tunable_names[i], val);
   }
-  nbdkit_debug ("deadline: settings%s depth=%s%u max_inflight=%" PRIu64 " dispatch=%s",
+  nbdkit_debug ("deadline: settings%s depth=%s%u max_inflight=%" PRIu64
+                " dispatch=%s inline=%s",
                 line, params.depth_auto ? "auto<=" : "", params.depth, params.max_inflight,
-                dispatch_name (params.dispatch));
+                dispatch_name (params.dispatch), params.no_inline ? "off" : "on");
 }
 
 static int
@@ -230,6 +231,8 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "                                for them (default 0 = off; direct only).\n" \
   "deadline-dispatch=auto|direct|next  io_uring O_DIRECT on the file plugin's\n" \
   "                                file, or through the layer below (default auto).\n" \
+  "deadline-inline=on|off          A request that waits for nothing goes to the\n" \
+  "                                device from its own thread (default on).\n" \
   "deadline-control=PATH           Serve a control socket (owner-only) for\n" \
   "                                nbd-deadline-ctl: statistics, tunables.\n" \
   "DURATION: 500ms, 1.5s, 250us, 100ns; SIZE: 4096, 64k, 1M."
@@ -285,6 +288,7 @@ deadline_get_ready (int thread_model)
   ep.tunables = params.tunables;
   ep.depth = params.depth;
   ep.depth_auto = params.depth_auto;
+  ep.inline_io = !params.no_inline;
   need = (uint64_t) params.depth * (params.tunables.max_merge ? params.tunables.max_merge : 65536);
   ep.max_bytes = params.max_inflight ? params.max_inflight
                                      : (need > (8u << 20) ? need : (8u << 20));

@@ -193,6 +193,19 @@ set_dispatch (struct filter_params *p, const char *key, const char *value,
   return 1;
 }
 
+static int
+set_inline (struct filter_params *p, const char *key, const char *value,
+            char *err, size_t errlen)
+{
+  if (strcmp (value, "on") == 0) p->no_inline = false;
+  else if (strcmp (value, "off") == 0) p->no_inline = true;
+  else {
+    snprintf (err, errlen, "%s: '%s' is not on or off", key, value);
+    return -EINVAL;
+  }
+  return 1;
+}
+
 /* The filter's own parameters (deadline-NAME); every other name is the
  * core's (set_tunable).
  */
@@ -207,6 +220,7 @@ static const struct {
   { "control", set_control },
   { "profile", set_profile },
   { "dispatch", set_dispatch },
+  { "inline", set_inline },
 };
 
 /* A core tunable: only the names the core knows, spelled with dashes

@@ -11,7 +11,12 @@
  *     submit_shared): six threads on their own regions, checked against
  *     models; the depth holds, progress never stops, plain requests are
  *     done by their own threads and the rest by the loop; a lone reader
- *     does every one of its reads itself; with inline_io off, none.
+ *     does every one of its reads itself; with inline_io off, none;
+ *  6. a unit only the loop can issue (two writes merged), handed out
+ *     by a thread whose own unit completed, still completes;
+ *  7. with deadline-writeback, a read right after a write was answered
+ *     sees it (the read's thread must not insert it before the write,
+ *     still in the inbox).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -546,6 +551,160 @@ test_own_io (bool inline_io)
   unlink (path);
 }
 
+/* --- a unit for the loop, handed out by a thread ------------------------ */
+
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static int gate_open, gate_entered;
+
+/* Holds the read at offset 1 MiB until the gate opens. */
+static int
+gated_perform (void *opaque, struct engine_req *r)
+{
+  (void) opaque;
+  if (r->op == DL_OP_READ && r->offset == 1u << 20) {
+    pthread_mutex_lock (&gate_lock);
+    gate_entered = 1;
+    pthread_cond_broadcast (&gate_cond);
+    while (!gate_open)
+      pthread_cond_wait (&gate_cond, &gate_lock);
+    pthread_mutex_unlock (&gate_lock);
+  }
+  return 0;
+}
+
+static struct engine *gate_e;
+
+static void *
+gated_submit (void *arg)
+{
+  struct engine_req *r = arg;
+
+  r->result = engine_submit (gate_e, r);
+  return NULL;
+}
+
+/* Depth 1, the layer below: a thread's own read holds the only slot
+ * while two adjacent writes arrive and are merged into one unit, which
+ * only the loop's workers issue.  When the read completes, its thread
+ * hands the merged unit out: the loop must hear of it, though nothing
+ * else will ever arrive.
+ */
+static void
+test_own_handoff (void)
+{
+  struct engine_params p;
+  struct engine_stats st;
+  static char rbuf[4096], wbuf[2][4096];
+  struct engine_req rd = { .op = DL_OP_READ, .offset = 1u << 20, .length = 4096,
+                           .buf = rbuf, .stream = 1 };
+  struct engine_req wr[2] = {
+    { .op = DL_OP_WRITE, .offset = 0, .length = 4096, .buf = wbuf[0], .stream = 2 },
+    { .op = DL_OP_WRITE, .offset = 4096, .length = 4096, .buf = wbuf[1], .stream = 3 },
+  };
+  pthread_t t[3];
+  char err[256];
+  int i, waited;
+
+  engine_params_default (&p);
+  p.dispatch = ENGINE_NEXT;
+  p.perform = gated_perform;
+  p.depth = 1;
+  gate_e = engine_new (&p, err, sizeof err);
+  CHECK (gate_e != NULL, "engine_new: %s", err);
+  if (gate_e == NULL)
+    return;
+  CHECK (engine_start (gate_e) == 0, "start");
+  gate_open = gate_entered = 0;
+  pthread_create (&t[0], NULL, gated_submit, &rd);
+  pthread_mutex_lock (&gate_lock);
+  while (!gate_entered)
+    pthread_cond_wait (&gate_cond, &gate_lock);
+  pthread_mutex_unlock (&gate_lock);
+  pthread_create (&t[1], NULL, gated_submit, &wr[0]);
+  pthread_create (&t[2], NULL, gated_submit, &wr[1]);
+  for (waited = 0; waited < 200; waited++) {   /* both queued, merged */
+    engine_get_stats (gate_e, &st);
+    if (st.sched.inserted[DL_WRITE] == 2)
+      break;
+    usleep (10000);
+  }
+  CHECK (st.sched.inserted[DL_WRITE] == 2 && st.sched.merged_back +
+         st.sched.merged_front == 1, "writes not queued and merged: %llu "
+         "inserted, %llu merged", (unsigned long long) st.sched.inserted[DL_WRITE],
+         (unsigned long long) (st.sched.merged_back + st.sched.merged_front));
+  pthread_mutex_lock (&gate_lock);
+  gate_open = 1;
+  pthread_cond_broadcast (&gate_cond);
+  pthread_mutex_unlock (&gate_lock);
+  for (waited = 0; waited < 200; waited++) {
+    engine_get_stats (gate_e, &st);
+    if (st.completed == 3)
+      break;
+    usleep (10000);
+  }
+  CHECK (st.completed == 3, "2 s after the read: %llu of 3 requests "
+         "completed (the merged writes were never issued)",
+         (unsigned long long) st.completed);
+  engine_stop (gate_e);               /* fails what is stranded, if any */
+  for (i = 0; i < 3; i++)
+    pthread_join (t[i], NULL);
+  CHECK (st.units_inline == 1, "%llu units done by their thread, not 1",
+         (unsigned long long) st.units_inline);
+  engine_free (gate_e);
+}
+
+/* --- writeback, then a read of it --------------------------------------- */
+
+static void
+test_read_after_answered_write (void)
+{
+  char path[] = "/tmp/test-engine-wb.XXXXXX";
+  struct engine_params p;
+  struct engine_stats st;
+  struct engine *e;
+  static char wbuf[4096] __attribute__ ((aligned (4096)));
+  static char rbuf[4096] __attribute__ ((aligned (4096)));
+  char err[256];
+  int fd, i, stale = 0;
+
+  fd = mkstemp (path);
+  if (fd < 0 || ftruncate (fd, 1 << 20) < 0) {
+    perror ("test-engine: scratch file");
+    exit (EXIT_FAILURE);
+  }
+  close (fd);
+  engine_params_default (&p);
+  p.path = path;
+  p.depth = 2;
+  p.writeback_bytes = 1 << 20;
+  e = engine_new (&p, err, sizeof err);
+  CHECK (e != NULL, "engine_new (writeback): %s", err);
+  if (e == NULL) {
+    unlink (path);
+    return;
+  }
+  CHECK (engine_start (e) == 0, "start");
+  for (i = 0; i < 2000; i++) {
+    struct engine_req w = { .op = DL_OP_WRITE, .offset = (uint64_t) (i % 64) * 4096,
+                            .length = 4096, .buf = wbuf, .stream = 1 };
+    struct engine_req r = { .op = DL_OP_READ, .offset = w.offset, .length = 4096,
+                            .buf = rbuf, .stream = 2 };
+
+    memset (wbuf, i & 0xff, sizeof wbuf);
+    CHECK (engine_submit (e, &w) == 0, "write %d", i);
+    CHECK (engine_submit (e, &r) == 0, "read %d", i);
+    if (memcmp (rbuf, wbuf, sizeof rbuf) != 0)
+      stale++;
+  }
+  engine_get_stats (e, &st);
+  CHECK (stale == 0, "%d of 2000 reads right after an answered write read "
+         "the old data", stale);
+  CHECK (st.wb_answered > 0, "no write was answered early");
+  engine_free (e);
+  unlink (path);
+}
+
 int
 main (void)
 {
@@ -554,9 +713,11 @@ main (void)
   test_next (0);
   test_next (1);
   test_liveness ();
+  test_own_handoff ();
   if (!direct_skipped) {
     test_own_io (true);
     test_own_io (false);
+    test_read_after_answered_write ();
   }
   if (failures) {
     fprintf (stderr, "test-engine: %d failures\n", failures);

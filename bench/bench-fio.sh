@@ -45,7 +45,8 @@
 # CONNS (connections per job, "1 4"), JOBS (which jobs, default all:
 # seqread seqwrite randread randwrite lat1), FILTER (the .so), CTL
 # (nbd-deadline-ctl: each table says what depth the filter rows ended
-# at, which with DEPTH=auto is what they chose).
+# at, which with DEPTH=auto is what they chose), INLINE_ROW (1: a row
+# of the filter with deadline-inline=off beside the default one; 0: none).
 set -euo pipefail
 shopt -s inherit_errexit
 cmdline="$0${*:+ $*}"
@@ -53,7 +54,7 @@ cmdline="$0${*:+ $*}"
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/slowstack.sh
 . "$here/slowstack.sh"          # for ss_find_built only
-: "${RUNTIME:=4}" "${RUNS:=3}" "${DEPTH:=}" "${THREADS:=64}" "${CONNS:=1 4}"
+: "${RUNTIME:=4}" "${RUNS:=3}" "${DEPTH:=}" "${THREADS:=64}" "${CONNS:=1 4}" "${INLINE_ROW:=1}"
 : "${JOBS:=seqread seqwrite randread randwrite lat1}"
 : "${REGIMES:=cold warm}" "${COLD_SIZE:=12}"
 ss_find_built "$here"
@@ -142,13 +143,18 @@ if command -v qemu-nbd >/dev/null; then
 else
     qemu_note="qemu-nbd not installed (apt-get install qemu-utils): no qemu-nbd baseline"
 fi
-configs+=(noop deadline device)
+configs+=(noop deadline)
+# The deadline row again with every request through the engine's thread
+# (deadline-inline=off, the design before), unless INLINE_ROW=0.
+[ "$INLINE_ROW" = 0 ] || configs+=(deadline_loop)
+configs+=(device)
 declare -A cfg_label=(
     [plain]="nbdkit file (page cache)"
     [nocache]="nbdkit file cache=none"
     [qemu]="qemu-nbd cache=none aio=io_uring"
     [noop]="filter noop"
     [deadline]="filter deadline"
+    [deadline_loop]="filter deadline, inline=off"
     [device]="fio io_uring O_DIRECT on the backing"
 )
 
@@ -280,6 +286,9 @@ measure ()
         deadline-control="$tmp/noop.ctl"
     start deadline --filter="$FILTER" file "$backing" deadline-scheduler=deadline "${depth_args[@]}" \
         deadline-control="$tmp/deadline.ctl"
+    [[ " ${configs[*]} " = *" deadline_loop "* ]] &&
+        start deadline_loop --filter="$FILTER" file "$backing" deadline-scheduler=deadline \
+            "${depth_args[@]}" deadline-inline=off deadline-control="$tmp/deadline_loop.ctl"
     for job in "${jobs[@]}"; do
         IFS='|' read -r name args what <<<"$job"
         for c in $CONNS; do
@@ -294,7 +303,7 @@ measure ()
                 done
             done
             # the depth each filter row ended the job at (deadline-depth=auto)
-            for cfg in noop deadline; do
+            for cfg in noop deadline deadline_loop; do
                 depth_end[$name,$c,$cfg]=$("$CTL" -s "$tmp/$cfg.ctl" --raw stats 2>/dev/null |
                                          awk '$1 == "depth_now" { print $2 }')
             done
@@ -344,8 +353,9 @@ measure ()
                     "$(ratio "${result[$key,$cfg]}" "${result[$key,qemu]:-}")" \
                     "${cpu_med[$key,$cfg]}"
             done
-            printf '  (the filter rows ended at depth %s (noop) and %s (deadline))\n' \
-                "${depth_end[$name,$c,noop]:-?}" "${depth_end[$name,$c,deadline]:-?}"
+            printf '  (the filter rows ended at depth %s (noop), %s (deadline) and %s (inline=off))\n' \
+                "${depth_end[$name,$c,noop]:-?}" "${depth_end[$name,$c,deadline]:-?}" \
+                "${depth_end[$name,$c,deadline_loop]:--}"
         done
     done
     case "${result[*]}" in
@@ -356,7 +366,7 @@ measure ()
 echo "nbd-deadline fio benchmark, $(date -u '+%F %T') UTC"
 echo "command: $cmdline"
 echo "commit: $(git -C "$here/.." describe --always --dirty --abbrev=10 2>/dev/null || echo '?') (filter: $FILTER)"
-echo "settings: RUNS=$RUNS RUNTIME=$RUNTIME DEPTH=${DEPTH:-default} THREADS=$THREADS CONNS='$CONNS' JOBS='$JOBS' REGIMES='$REGIMES' COLD_SIZE=$COLD_SIZE; nbdkit $(nbdkit --version | awk '{print $2}'); $(fio --version); $qemu_note"
+echo "settings: RUNS=$RUNS RUNTIME=$RUNTIME DEPTH=${DEPTH:-default} INLINE_ROW=$INLINE_ROW THREADS=$THREADS CONNS='$CONNS' JOBS='$JOBS' REGIMES='$REGIMES' COLD_SIZE=$COLD_SIZE; nbdkit $(nbdkit --version | awk '{print $2}'); $(fio --version); $qemu_note"
 echo "load average at start: $(cat /proc/loadavg)"
 if [ $# -gt 0 ]; then
     measure "given backing" "$1"

@@ -10,15 +10,14 @@
  * A thread that waits for its request, when the request is a plain read
  * or write (syncio_fits), inserts it into the core itself and asks the
  * core for what the free slots allow (submit_shared).  The core makes
- * every decision as always.  A unit that is such a request alone goes
- * back to its own thread, which does the I/O itself with one pread or
- * pwrite (syncio.c), completes it, and hands out what its slot lets go,
- * waking only the owners of those units.  On a disk that keeps up the
- * core hands a request out the moment it arrives, and nobody is woken
- * at all.  Every other unit (merged, read ahead, in pieces, flush,
- * trim, zero, read-modify-write) and every other request (through the
- * inbox, inbox.c) goes to the loop thread, which alone owns the ring,
- * the timers and the control socket.
+ * every decision as always.  When it hands that request out at once,
+ * alone (nothing waited, a slot was free: a disk that keeps up), the
+ * thread does the I/O itself with one pread or pwrite (syncio.c),
+ * completes it, and hands out what its slot lets go: nobody is woken
+ * at all.  Every other unit (merged, read ahead, in pieces, a flush;
+ * with DIRECT also trim, zero, read-modify-write) and every other
+ * request (through the inbox, inbox.c) goes to the loop thread, which
+ * alone owns the ring, the timers and the control socket.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -366,11 +365,14 @@ issue_handoffs (struct engine *e)
   }
 }
 
-/* A unit the core has handed out goes to the device: a request alone
- * whose thread waits to do it (submit_shared) is given back to that
- * thread, which may be this one (its `done` word goes to 2: no I/O of
- * anyone else is done on a thread that would then answer late); any
- * other is issued through the dispatcher on the loop, or left for it.
+/* A unit the core has handed out goes to the device.  The request
+ * that this very thread has just inserted (self, from submit_shared),
+ * alone and plain, is done by the thread (its `done` word goes to 2);
+ * any other unit is issued through the dispatcher on the loop, or left
+ * for it.  (Waking the owner of a unit that waited, for it to do its
+ * own I/O, was tried: with the queue full that cost a wake-up and a
+ * blocking read per request where the ring serves many per wake-up,
+ * and 15% of the random reads at depth 32; bench/results, section Q.)
  */
 static void own_done (struct engine_req *r, void *opaque);
 
@@ -380,14 +382,12 @@ hand_out (struct engine *e, struct dl_req *unit, uint64_t now, bool on_loop,
 {
   struct engine_req *r = req_of (unit);
 
-  if (unit->nr_members == 1 && r->own_io && unit->ra_length == 0 &&
+  if (r == self && unit->nr_members == 1 && unit->ra_length == 0 &&
       unit->piece_length == 0) {
     account_issue (e, unit, now, true);
     e->inflight_own++;
     r->done_cb = own_done;
-    __atomic_store_n (&r->done, 2, __ATOMIC_RELEASE);
-    if (r != self)
-      futex_wake_one (&r->done);
+    __atomic_store_n (&r->done, 2, __ATOMIC_RELAXED);
     return;
   }
   account_issue (e, unit, now, false);
@@ -736,7 +736,7 @@ loop_needed (struct engine *e)
 }
 
 /* r was handed out to this thread (hand_out): do it, complete it, and
- * hand out what its slot lets go.
+ * hand out what its slot lets go (to the loop).
  */
 static int
 own_io (struct engine *e, struct engine_req *r)
@@ -761,9 +761,9 @@ own_io (struct engine *e, struct engine_req *r)
 /* Requests of threads that wait for them (engine_submit), each one
  * plain enough for its thread to do (syncio_fits), are inserted by
  * that thread itself (see the top of this file).  The core decides as
- * for any request; a unit it hands out that is such a request alone
- * goes back to its thread, and any other goes to the loop, which has
- * the ring.  false: r was not taken (the inbox's then).
+ * for any request; when it hands r out at once, alone, this thread does
+ * it, and everything else goes to the loop, which has the ring.  false:
+ * r was not taken (the inbox's then).
  */
 static bool
 submit_shared (struct engine *e, struct engine_req *r, int *result)
@@ -783,7 +783,6 @@ submit_shared (struct engine *e, struct engine_req *r, int *result)
     return false;               /* the inbox's (which refuses it if stopping) */
   }
   inbox_req_init (e, r, NULL, NULL);
-  r->own_io = true;
   __atomic_add_fetch (&e->submitted, 1, __ATOMIC_RELAXED);
   now = r->t_submit;
   r->t_insert = now;
@@ -796,7 +795,7 @@ submit_shared (struct engine *e, struct engine_req *r, int *result)
     ev_async_send (e->loop, &e->wake);
   pthread_mutex_unlock (&e->sched_lock);
 
-  /* 2: handed out to this thread; 1: completed by another. */
+  /* 2: handed out to this thread; 1: completed by the loop. */
   futex_wait_while (&r->done, 0);
   if (__atomic_load_n (&r->done, __ATOMIC_ACQUIRE) == 2)
     *result = own_io (e, r);

@@ -117,9 +117,8 @@ struct engine_req {
   struct ra_token ra;           /* NEXT: a unit head's extent to read ahead */
   char *ra_buf;
   int result;
-  bool own_io;                  /* its waiting thread does its I/O (engine.c) */
   int done;                     /* engine_submit: futex word, 1 when done,
-                                   2 when handed to its thread to do */
+                                   2 when its own thread is to do it */
 };
 
 struct engine;

@@ -33,7 +33,6 @@ inbox_req_init (struct engine *e, struct engine_req *r,
   r->t_submit = engine_now_ns ();
   r->t_insert = r->t_dispatch = 0;
   r->result = 0;
-  r->own_io = false;
   r->done = 0;
 
   /* Before it is queued: no read after this one may be answered with

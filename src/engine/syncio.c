@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: a request's own thread doing its I/O.
  *
- * When the core hands out a request alone, the thread that submitted it
- * and waits for it does the I/O itself with one pread or pwrite on the
- * O_DIRECT descriptor, instead of a trip through the loop and the ring
- * and back (engine.c, submit_shared).  Only the plain cases come here:
+ * When the core hands out a request alone the moment it arrives, the
+ * thread that submitted it does the I/O itself with one pread or
+ * pwrite on the O_DIRECT descriptor, instead of a trip through the
+ * loop and the ring and back (engine.c, submit_shared).  Only the plain cases come here:
  * a read or an aligned write inside the aligned part of the backing.
  * Everything else (read-modify-write, the partial last block, zero,
  * trim, flush, pieces, reading ahead) stays with direct.c.  With the

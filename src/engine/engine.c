@@ -372,7 +372,7 @@ issue_handoffs (struct engine *e)
  * for it.  (Waking the owner of a unit that waited, for it to do its
  * own I/O, was tried: with the queue full that cost a wake-up and a
  * blocking read per request where the ring serves many per wake-up,
- * and 15% of the random reads at depth 32; bench/results, section Q.)
+ * and random reads at depth 32 lost; bench/results, section Q.)
  */
 static void own_done (struct engine_req *r, void *opaque);
 

@@ -354,6 +354,7 @@ test_liveness (void)
   p.dispatch = ENGINE_NEXT;
   p.perform = instant_perform;
   p.depth = 1;
+  p.inline_io = true;            /* threads and the loop both dispatch */
   live_e = engine_new (&p, err, sizeof err);
   CHECK (live_e != NULL, "engine_new: %s", err);
   if (live_e == NULL)
@@ -611,6 +612,7 @@ test_own_handoff (void)
   p.dispatch = ENGINE_NEXT;
   p.perform = gated_perform;
   p.depth = 1;
+  p.inline_io = true;
   gate_e = engine_new (&p, err, sizeof err);
   CHECK (gate_e != NULL, "engine_new: %s", err);
   if (gate_e == NULL)
@@ -679,6 +681,7 @@ test_read_after_answered_write (void)
   p.path = path;
   p.depth = 2;
   p.writeback_bytes = 1 << 20;
+  p.inline_io = true;
   e = engine_new (&p, err, sizeof err);
   CHECK (e != NULL, "engine_new (writeback): %s", err);
   if (e == NULL) {

@@ -45,7 +45,7 @@ engine_params_default (struct engine_params *p)
   p->max_bytes = 8u << 20;
   p->align = 1;
   p->spin_ns = 30000;
-  p->inline_io = true;
+  p->inline_io = false;
 }
 
 static inline void
@@ -395,6 +395,12 @@ hand_out (struct engine *e, struct dl_req *unit, uint64_t now, bool on_loop,
     e->disp->issue (e, unit);
     return;
   }
+  /* No reading ahead for a unit the loop issues later: the extent is
+   * reserved in the cache only when the unit is issued, and a write
+   * that a thread does meanwhile, at once, could then land after the
+   * read ahead began and still leave it in the cache (racache.h).
+   */
+  unit->ra_length = 0;
   r->inbox_next = NULL;
   if (e->handoff_tail)
     e->handoff_tail->inbox_next = r;

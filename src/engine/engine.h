@@ -66,7 +66,7 @@ struct engine_params {
                                  * up to this many bytes not yet on the device
                                  * (0 = every write waits for the device) */
   uint64_t spin_ns;             /* DIRECT: poll the ring this long at low load (0 = never) */
-  bool inline_io;               /* a plain request that the core
+  bool inline_io;               /* (default off) a plain request that the core
                                  * hands out alone goes to the device from
                                  * its own thread (syncio.c); false: always
                                  * through the loop (ring or workers) */

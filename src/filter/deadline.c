@@ -232,7 +232,7 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-dispatch=auto|direct|next  io_uring O_DIRECT on the file plugin's\n" \
   "                                file, or through the layer below (default auto).\n" \
   "deadline-inline=on|off          A request that waits for nothing goes to the\n" \
-  "                                device from its own thread (default on).\n" \
+  "                                device from its own thread (default off).\n" \
   "deadline-control=PATH           Serve a control socket (owner-only) for\n" \
   "                                nbd-deadline-ctl: statistics, tunables.\n" \
   "DURATION: 500ms, 1.5s, 250us, 100ns; SIZE: 4096, 64k, 1M."

@@ -24,6 +24,7 @@ params_default (struct filter_params *p)
   p->max_inflight = 0;
   p->writeback = DEFAULT_WRITEBACK;
   p->dispatch = DISPATCH_AUTO;
+  p->no_inline = true;
 }
 
 void

@@ -111,6 +111,19 @@ wait_all (int n)
 
 static int direct_skipped;
 
+/* Makes the file named by the mkstemp template path, size bytes long. */
+static void
+scratch_file (char *path, off_t size)
+{
+  int fd = mkstemp (path);
+
+  if (fd < 0 || ftruncate (fd, size) < 0) {
+    perror ("test-engine: scratch file");
+    exit (EXIT_FAILURE);
+  }
+  close (fd);
+}
+
 static void
 test_direct (void)
 {
@@ -123,12 +136,7 @@ test_direct (void)
   char err[256];
   int fd, i, rc;
 
-  fd = mkstemp (path);
-  if (fd < 0 || ftruncate (fd, FSIZE) < 0) {
-    perror ("test-engine: scratch file");
-    exit (EXIT_FAILURE);
-  }
-  close (fd);
+  scratch_file (path, FSIZE);
 
   engine_params_default (&p);
   p.path = path;
@@ -461,16 +469,11 @@ test_own_io (bool inline_io)
   struct engine_stats st, st2;
   pthread_t t[OWN_THREADS];
   unsigned long last = 0;
-  int fd, still = 0, ticks, i;
+  int still = 0, ticks, i;
   char err[256];
   static char lone[4096] __attribute__ ((aligned (4096)));
 
-  fd = mkstemp (path);
-  if (fd < 0 || ftruncate (fd, OWN_THREADS * OWN_REGION) < 0) {
-    perror ("test-engine: scratch file");
-    exit (EXIT_FAILURE);
-  }
-  close (fd);
+  scratch_file (path, OWN_THREADS * OWN_REGION);
   engine_params_default (&p);
   p.path = path;
   p.depth = 3;
@@ -669,14 +672,9 @@ test_read_after_answered_write (void)
   static char wbuf[4096] __attribute__ ((aligned (4096)));
   static char rbuf[4096] __attribute__ ((aligned (4096)));
   char err[256];
-  int fd, i, stale = 0;
+  int i, stale = 0;
 
-  fd = mkstemp (path);
-  if (fd < 0 || ftruncate (fd, 1 << 20) < 0) {
-    perror ("test-engine: scratch file");
-    exit (EXIT_FAILURE);
-  }
-  close (fd);
+  scratch_file (path, 1 << 20);
   engine_params_default (&p);
   p.path = path;
   p.depth = 2;

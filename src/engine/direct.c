@@ -91,8 +91,6 @@ struct xfer {
 #define TAG_EDGE 1
 #define TAG_MASK 3
 
-static inline uint64_t round_down (uint64_t x, uint32_t a) { return x & ~(uint64_t) (a - 1); }
-static inline uint64_t round_up (uint64_t x, uint32_t a) { return round_down (x + a - 1, a); }
 
 static void
 ring_close (struct engine *e)

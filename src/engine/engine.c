@@ -342,13 +342,6 @@ account_issue (struct engine *e, struct dl_req *unit, uint64_t now,
   pthread_mutex_unlock (&e->stats_lock);
 }
 
-static void
-issue (struct engine *e, struct dl_req *unit, uint64_t now)
-{
-  account_issue (e, unit, now, false);
-  e->disp->issue (e, unit);
-}
-
 /* Units a submitting thread dispatched that need the ring (counted in
  * flight already).
  */
@@ -409,23 +402,21 @@ hand_out (struct engine *e, struct dl_req *unit, uint64_t now, bool on_loop,
   e->handoff_tail = r;
 }
 
-/* Hand units to the device while there is room; arm the core's timer. */
-static void
-pump (struct engine *e)
+/* Dispatch while the device has free slots (the loop's pump, or a
+ * submitting thread: on_loop false, and then units the loop must issue
+ * are queued for it).  Returns how many units wait in the core.
+ */
+static uint64_t
+dispatch_free_slots (struct engine *e, uint64_t now, bool on_loop,
+                     struct engine_req *self)
 {
-  uint64_t now = engine_now_ns (), t, waiting;
   struct dl_req *unit;
+  uint64_t waiting;
 
-  issue_handoffs (e);
-  if (!e->draining) {
-    while (e->inflight < e->depth && e->inflight_bytes < e->p.max_bytes) {
-      unit = dl_dispatch (e->sched, now);
-      if (unit == NULL)
-        break;
-      hand_out (e, unit, now, true, NULL);
-    }
-  }
-
+  while (!e->draining && e->inflight < e->depth &&
+         e->inflight_bytes < e->p.max_bytes &&
+         (unit = dl_dispatch (e->sched, now)) != NULL)
+    hand_out (e, unit, now, on_loop, self);
   waiting = dl_waiting (e->sched);
   /* Is the depth what holds units back now?  Judged here, after the
    * device was given what it may hold, and not when a unit completes:
@@ -435,19 +426,30 @@ pump (struct engine *e)
   e->depth_full = e->inflight - e->flushes_inflight >= e->depth && waiting > 0;
   if (waiting > e->waiting_peak)
     e->waiting_peak = waiting;
-  pthread_mutex_lock (&e->stats_lock);
-  dl_sched_stats (e->sched, &e->st.sched);
-  pthread_mutex_unlock (&e->stats_lock);
+  return waiting;
+}
+
+/* Hand units to the device while there is room; arm the core's timer. */
+static void
+pump (struct engine *e)
+{
+  uint64_t now = engine_now_ns (), t, waiting;
+  struct dl_req *unit;
+  struct dl_stats ss;           /* engine_get_stats reads its own */
+
+  issue_handoffs (e);
+  waiting = dispatch_free_slots (e, now, true, NULL);
+  dl_sched_stats (e->sched, &ss);
 
   /* A flush covers only writes already completed, so it need not wait
    * for a slot behind writes in flight: it gets one beyond the depth.
    * (The core hands flushes out first, so the unit is the flush.)
    */
-  if (!e->draining && e->st.sched.queued_flushes > 0 &&
+  if (!e->draining && ss.queued_flushes > 0 &&
       e->flushes_inflight == 0) {
     unit = dl_dispatch (e->sched, now);
     if (unit)
-      issue (e, unit, now);
+      hand_out (e, unit, now, true, NULL);
   }
 
   /* The core may want to be asked again later even if nothing happens
@@ -712,24 +714,6 @@ own_done (struct engine_req *r, void *opaque)
   (void) r; (void) opaque;      /* its own thread: nobody to wake */
 }
 
-/* Dispatch while the device has free slots (submitting threads; the
- * loop has pump).  Units the loop must issue are queued for it.
- */
-static void
-dispatch_free_slots (struct engine *e, uint64_t now, struct engine_req *self)
-{
-  struct dl_req *unit;
-  uint64_t waiting;
-
-  while (e->inflight < e->depth && e->inflight_bytes < e->p.max_bytes &&
-         (unit = dl_dispatch (e->sched, now)) != NULL)
-    hand_out (e, unit, now, false, self);
-  waiting = dl_waiting (e->sched);
-  e->depth_full = e->inflight - e->flushes_inflight >= e->depth && waiting > 0;
-  if (waiting > e->waiting_peak)
-    e->waiting_peak = waiting;
-}
-
 /* The loop must look again: units to issue, a slot free that the core
  * keeps empty for now (its timer: anticipation, pieces), or a stopping
  * loop waiting for the last unit.
@@ -753,8 +737,7 @@ own_io (struct engine *e, struct engine_req *r)
   e->inflight_own--;
   r->result = result;
   unit_done (e, &r->dl, result, true);
-  if (!e->draining)
-    dispatch_free_slots (e, engine_now_ns (), NULL);
+  dispatch_free_slots (e, engine_now_ns (), false, NULL);
   /* Woken under the lock: the loop cannot end (and the engine be
    * freed) before the call.
    */
@@ -795,7 +778,7 @@ submit_shared (struct engine *e, struct engine_req *r, int *result)
   dl_insert (e->sched, &r->dl, now);
   if (modifies (r->op))
     racache_taken (&e->ra);
-  dispatch_free_slots (e, now, r);
+  dispatch_free_slots (e, now, false, r);
   wake = loop_needed (e);
   if (wake)
     ev_async_send (e->loop, &e->wake);

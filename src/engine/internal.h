@@ -11,7 +11,7 @@
  *   direct.c, nextpool.c  the two dispatchers (struct dispatcher):
  *                         io_uring on the O_DIRECT backing, or the
  *                         layer below on worker threads
- *   syncio.c              a request's own thread doing its I/O (DIRECT)
+ *   syncio.c              a request's own thread doing its I/O
  *   writeback.c           writes answered before they reach the device
  *   engine.c              lifecycle, the loop, depth accounting, stats
  *   control.c             the control socket (engine.h's API only)
@@ -190,6 +190,10 @@ bool wb_applies (const struct engine *e, const struct engine_req *r);
 int wb_submit (struct engine *e, struct engine_req *r);
 int wb_before_flush (struct engine *e);
 void wb_close (struct engine *e);
+
+/* Alignments are powers of two. */
+static inline uint64_t round_down (uint64_t x, uint32_t a) { return x & ~(uint64_t) (a - 1); }
+static inline uint64_t round_up (uint64_t x, uint32_t a) { return round_down (x + a - 1, a); }
 
 static inline struct engine_req *
 req_of (struct dl_req *d)

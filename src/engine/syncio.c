@@ -46,18 +46,11 @@ buf_put (struct engine *e, void *p, size_t len)
   pthread_mutex_unlock (&e->own_pool_lock);
 }
 
-static inline bool
-aligned (uint64_t x, uint32_t a)
-{
-  return (x & (a - 1)) == 0;
-}
-
 bool
 syncio_fits (const struct engine *e, const struct engine_req *r)
 {
   uint32_t a = e->align;
-  uint64_t lo = r->offset & ~(uint64_t) (a - 1);
-  uint64_t hi = (r->offset + r->length + a - 1) & ~(uint64_t) (a - 1);
+  uint64_t lo = round_down (r->offset, a), hi = round_up (r->offset + r->length, a);
 
   if (r->length == 0)
     return false;
@@ -65,7 +58,7 @@ syncio_fits (const struct engine *e, const struct engine_req *r)
   if (e->p.dispatch == ENGINE_NEXT)
     return r->op != DL_OP_FLUSH && (r->flags & ENGINE_F_AHEAD) == 0;
   /* The partial last block of a file needs the buffered descriptor. */
-  if (hi > (e->size & ~(uint64_t) (a - 1)))
+  if (hi > round_down (e->size, a))
     return false;
   if (hi - lo > SYNCIO_MAX)
     return false;
@@ -74,7 +67,7 @@ syncio_fits (const struct engine *e, const struct engine_req *r)
     return true;
   case DL_OP_WRITE:
     /* An edge block partly written would need reading first. */
-    return !e->b.readonly && aligned (r->offset | r->length, a);
+    return !e->b.readonly && round_down (r->offset | r->length, a) == (r->offset | r->length);
   default:
     return false;
   }
@@ -109,16 +102,16 @@ int
 syncio_rw (struct engine *e, struct engine_req *r)
 {
   uint32_t a = e->align;
-  uint64_t lo = r->offset & ~(uint64_t) (a - 1);
-  uint64_t hi = (r->offset + r->length + a - 1) & ~(uint64_t) (a - 1);
+  uint64_t lo = round_down (r->offset, a), hi = round_up (r->offset + r->length, a);
   bool write = r->op == DL_OP_WRITE;
   bool direct = lo == r->offset && hi == r->offset + r->length &&
-    aligned ((uintptr_t) r->buf, a);
-  char *buf = direct || e->p.dispatch == ENGINE_NEXT ? r->buf : buf_get (e, hi - lo);
+    round_down ((uintptr_t) r->buf, a) == (uintptr_t) r->buf;
+  char *buf;
   int res;
 
   if (e->p.dispatch == ENGINE_NEXT)
     return e->p.perform (e->p.perform_opaque, r);
+  buf = direct ? r->buf : buf_get (e, hi - lo);
   if (buf == NULL)
     return -ENOMEM;
   if (write && !direct)

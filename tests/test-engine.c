@@ -17,7 +17,12 @@
  *     by a thread whose own unit completed, still completes;
  *  7. with deadline-writeback, a read right after a write was answered
  *     sees it (the read's thread must not insert it before the write,
- *     still in the inbox).
+ *     still in the inbox);
+ *  8. a sequential reader read ahead of, beside threads writing where it
+ *     reads, their writes done at once by their own threads: no read
+ *     returns data older than a write answered before it was sent (the
+ *     extent read ahead must be reserved when the core hands out the
+ *     read, not when the loop issues it).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -707,6 +712,117 @@ test_read_after_answered_write (void)
   unlink (path);
 }
 
+/* --- read ahead beside writes done at once ----------------------------- */
+
+#define RA_PAGES 512
+#define RA_WRITERS 3
+
+static struct engine *ra_e;
+static int ra_stop;
+static uint64_t ra_committed[RA_PAGES];  /* newest version answered */
+static unsigned long ra_writes;
+
+/* Page p holds its number and a version in its first 16 bytes. */
+static void *
+ra_writer (void *arg)
+{
+  long id = (long) arg;
+  uint64_t x = 0x2545f4914f6cdd1dULL * (id + 1), version = 0;
+  uint64_t *page;
+
+  if (posix_memalign ((void **) &page, 4096, 4096) != 0)
+    abort ();
+  memset (page, 0, 4096);
+  while (!__atomic_load_n (&ra_stop, __ATOMIC_RELAXED)) {
+    uint64_t p;
+    struct engine_req w;
+
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    p = (x % (RA_PAGES / RA_WRITERS)) * RA_WRITERS + id;  /* its own pages */
+    page[0] = p;
+    page[1] = ++version;
+    memset (&w, 0, sizeof w);
+    w.op = DL_OP_WRITE;
+    w.offset = p * 4096;
+    w.length = 4096;
+    w.buf = page;
+    w.stream = 10 + id;
+    if (engine_submit (ra_e, &w) != 0)
+      abort ();
+    __atomic_store_n (&ra_committed[p], version, __ATOMIC_RELEASE);
+    __atomic_add_fetch (&ra_writes, 1, __ATOMIC_RELAXED);
+  }
+  free (page);
+  return NULL;
+}
+
+static void
+test_ahead_beside_writes (void)
+{
+  char path[] = "/tmp/test-engine-ra.XXXXXX";
+  struct engine_params p;
+  struct engine_stats st;
+  pthread_t t[RA_WRITERS];
+  uint64_t *page;
+  unsigned long reads = 0, stale = 0;
+  char err[256];
+  struct timespec t0, now;
+  int i;
+
+  scratch_file (path, RA_PAGES * 4096);
+  engine_params_default (&p);
+  p.path = path;
+  p.depth = 4;
+  p.inline_io = true;
+  ra_e = engine_new (&p, err, sizeof err);
+  CHECK (ra_e != NULL, "engine_new (ahead): %s", err);
+  if (ra_e == NULL) {
+    unlink (path);
+    return;
+  }
+  CHECK (engine_start (ra_e) == 0, "start");
+  if (posix_memalign ((void **) &page, 4096, 4096) != 0)
+    abort ();
+  memset (ra_committed, 0, sizeof ra_committed);
+  ra_stop = 0;
+  for (i = 0; i < RA_WRITERS; i++)
+    pthread_create (&t[i], NULL, ra_writer, (void *) (long) i);
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+  do {
+    uint64_t pg = reads % RA_PAGES;
+    uint64_t before = __atomic_load_n (&ra_committed[pg], __ATOMIC_ACQUIRE);
+    struct engine_req r = { .op = DL_OP_READ, .offset = pg * 4096,
+                            .length = 4096, .buf = page, .stream = 1 };
+
+    CHECK (engine_submit (ra_e, &r) == 0, "read of page %llu",
+           (unsigned long long) pg);
+    if ((page[1] != 0 && page[0] != pg) || page[1] < before)
+      stale++;
+    reads++;
+    clock_gettime (CLOCK_MONOTONIC, &now);
+  } while (now.tv_sec - t0.tv_sec < 3);
+  __atomic_store_n (&ra_stop, 1, __ATOMIC_RELAXED);
+  for (i = 0; i < RA_WRITERS; i++)
+    pthread_join (t[i], NULL);
+  engine_get_stats (ra_e, &st);
+  CHECK (stale == 0, "%lu of %lu reads returned data older than a write "
+         "answered before them (%llu answered from read-ahead)", stale, reads,
+         (unsigned long long) st.ra_hits);
+  /* Otherwise the race was not run. */
+  CHECK (st.ra_hits > 0 && st.units_inline > 0,
+         "%llu reads answered from read-ahead, %llu units done at once by "
+         "their threads, in %lu reads and %lu writes",
+         (unsigned long long) st.ra_hits, (unsigned long long) st.units_inline,
+         reads, ra_writes);
+  fprintf (stderr, "test-engine: ahead beside writes: %lu reads (%llu from "
+           "read-ahead), %lu writes (%llu units at once)\n", reads,
+           (unsigned long long) st.ra_hits, ra_writes,
+           (unsigned long long) st.units_inline);
+  free (page);
+  engine_free (ra_e);
+  unlink (path);
+}
+
 int
 main (void)
 {
@@ -720,6 +836,7 @@ main (void)
     test_own_io (true);
     test_own_io (false);
     test_read_after_answered_write ();
+    test_ahead_beside_writes ();
   }
   if (failures) {
     fprintf (stderr, "test-engine: %d failures\n", failures);

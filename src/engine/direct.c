@@ -439,28 +439,22 @@ start_zero_write (struct xfer *x, uint64_t off, uint64_t len)
   zero_step (x);
 }
 
-/* How much to read after the unit for the readahead cache: what the
- * core asked (ahead.c) within the backing, if the cache takes it.  The
- * unit says what was read (ra_length) when it completes.
+/* How much to read after the unit for the readahead cache: the extent
+ * reserved when the core handed the unit out (engine.c, reserve_ahead),
+ * which this transfer now fills or abandons.  The unit says what was
+ * read (ra_length) when it completes.
  */
 static uint64_t
 ahead (struct xfer *x, struct dl_req *unit)
 {
-  struct engine *e = x->e;
-  uint64_t lo = unit->unit_offset + unit->unit_length, hi = lo + unit->ra_length;
-  char *unused;
+  struct engine_req *r = req_of (unit);
 
-  if (hi > e->size)
-    hi = e->size;
-  if (unit->ra_length != 0 && hi > lo)
-    x->ra = racache_reserve (&e->ra, req_of (unit)->export_id, lo, hi, &unused);
-  if (x->ra.idx < 0) {
-    unit->ra_length = 0;
+  x->ra = r->ra;
+  r->ra.idx = -1;
+  if (x->ra.idx < 0)
     return 0;
-  }
-  unit->ra_length = hi - lo;
-  x->ra_lo = lo;
-  return hi - lo;
+  x->ra_lo = unit->unit_offset + unit->unit_length;
+  return unit->ra_length;
 }
 
 static void
@@ -526,6 +520,8 @@ direct_issue (struct engine *e, struct dl_req *unit)
   bool started = true;
 
   if (x == NULL) {
+    racache_fill (&e->ra, req_of (unit)->ra, NULL, 0, 0);
+    unit->ra_length = 0;
     e->direct_done (e, unit, -ENOMEM, false);
     return;
   }

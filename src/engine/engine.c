@@ -369,6 +369,30 @@ issue_handoffs (struct engine *e)
  */
 static void own_done (struct engine_req *r, void *opaque);
 
+/* The extent the core asked to read ahead (ahead.c) is reserved in the
+ * cache here, under the scheduler lock, the moment the core hands the
+ * unit out: a write that arrives after this drops it (racache.h),
+ * whichever thread issues the unit and however late.  Reserving only at
+ * issue let a thread's write, done at once meanwhile, land before the
+ * reservation while the read could still see the old data.  The
+ * dispatcher owns r->ra from here (it fills or abandons it).
+ */
+static void
+reserve_ahead (struct engine *e, struct dl_req *unit)
+{
+  struct engine_req *r = req_of (unit);
+  uint64_t lo = unit->unit_offset + unit->unit_length;
+  uint64_t hi = lo + unit->ra_length;
+
+  r->ra.idx = -1;
+  r->ra_buf = NULL;
+  if (e->p.perform == NULL && hi > e->size)
+    hi = e->size;               /* DIRECT: not past the end of the backing */
+  if (unit->ra_length != 0 && hi > lo)
+    r->ra = racache_reserve (&e->ra, r->export_id, lo, hi, &r->ra_buf);
+  unit->ra_length = r->ra.idx < 0 ? 0 : hi - lo;
+}
+
 static void
 hand_out (struct engine *e, struct dl_req *unit, uint64_t now, bool on_loop,
           struct engine_req *self)
@@ -384,16 +408,11 @@ hand_out (struct engine *e, struct dl_req *unit, uint64_t now, bool on_loop,
     return;
   }
   account_issue (e, unit, now, false);
+  reserve_ahead (e, unit);
   if (on_loop) {
     e->disp->issue (e, unit);
     return;
   }
-  /* No reading ahead for a unit the loop issues later: the extent is
-   * reserved in the cache only when the unit is issued, and a write
-   * that a thread does meanwhile, at once, could then land after the
-   * read ahead began and still leave it in the cache (racache.h).
-   */
-  unit->ra_length = 0;
   r->inbox_next = NULL;
   if (e->handoff_tail)
     e->handoff_tail->inbox_next = r;

@@ -114,7 +114,8 @@ struct engine_req {
   struct dl_req dl;
   struct engine_req *inbox_next;
   uint64_t t_submit, t_insert, t_dispatch;
-  struct ra_token ra;           /* NEXT: a unit head's extent to read ahead */
+  struct ra_token ra;           /* a unit head's extent to read ahead,
+                                   reserved when the core hands it out */
   char *ra_buf;
   int result;
   int done;                     /* engine_submit: futex word, 1 when done,

@@ -59,8 +59,8 @@ perform_member (struct engine *e, struct engine_req *r, uint64_t piece)
   return res;
 }
 
-/* The core's readahead (ahead.c) for this unit, reserved when it was
- * issued: read into the cache's extent, within the export; the unit
+/* The core's readahead (ahead.c) for this unit, reserved when the core
+ * handed it out: read into the cache's extent, within the export; the unit
  * says what was read (ra_length).
  */
 static void
@@ -165,17 +165,8 @@ static void
 nextpool_issue (struct engine *e, struct dl_req *unit)
 {
   struct engine_req *head = req_of (unit);
-  uint64_t lo = unit->unit_offset + unit->unit_length;
 
-  /* Reserved here, on the loop thread, right after the core chose it
-   * (racache.h says why).
-   */
-  head->ra.idx = -1;
-  if (unit->ra_length != 0)
-    head->ra = racache_reserve (&e->ra, head->export_id, lo, lo + unit->ra_length,
-                                &head->ra_buf);
-  if (head->ra.idx < 0)
-    unit->ra_length = 0;
+  /* Its read-ahead extent, if any, is reserved already (reserve_ahead). */
   head->inbox_next = NULL;
   pthread_mutex_lock (&e->wq_lock);
   if (e->wq_tail)

@@ -714,13 +714,14 @@ test_read_after_answered_write (void)
 
 /* --- read ahead beside writes done at once ----------------------------- */
 
-#define RA_PAGES 512
+#define RA_PAGES 510              /* a multiple of RA_WRITERS */
 #define RA_WRITERS 3
 
 static struct engine *ra_e;
 static int ra_stop;
 static uint64_t ra_committed[RA_PAGES];  /* newest version answered */
 static unsigned long ra_writes;
+static uint64_t ra_reader_at;           /* the page being read */
 
 /* Page p holds its number and a version in its first 16 bytes. */
 static void *
@@ -738,7 +739,17 @@ ra_writer (void *arg)
     struct engine_req w;
 
     x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-    p = (x % (RA_PAGES / RA_WRITERS)) * RA_WRITERS + id;  /* its own pages */
+    /* Its own pages, mostly just ahead of the reader, where it reads
+     * ahead: the race this part is for.
+     */
+    p = __atomic_load_n (&ra_reader_at, __ATOMIC_RELAXED);
+    if (x % 4 != 0)
+      p += 1 + (x >> 8) % 64;
+    else
+      p += (x >> 8) % RA_PAGES;
+    p %= RA_PAGES;
+    p -= p % RA_WRITERS;
+    p += id;
     page[0] = p;
     page[1] = ++version;
     memset (&w, 0, sizeof w);
@@ -790,7 +801,10 @@ test_ahead_beside_writes (void)
   clock_gettime (CLOCK_MONOTONIC, &t0);
   do {
     uint64_t pg = reads % RA_PAGES;
-    uint64_t before = __atomic_load_n (&ra_committed[pg], __ATOMIC_ACQUIRE);
+    uint64_t before;
+
+    __atomic_store_n (&ra_reader_at, pg, __ATOMIC_RELAXED);
+    before = __atomic_load_n (&ra_committed[pg], __ATOMIC_ACQUIRE);
     struct engine_req r = { .op = DL_OP_READ, .offset = pg * 4096,
                             .length = 4096, .buf = page, .stream = 1 };
 

@@ -45,8 +45,9 @@
 # CONNS (connections per job, "1 4"), JOBS (which jobs, default all:
 # seqread seqwrite randread randwrite lat1), FILTER (the .so), CTL
 # (nbd-deadline-ctl: each table says what depth the filter rows ended
-# at, which with DEPTH=auto is what they chose), INLINE_ROW (1: a row
-# of the filter with deadline-inline=on beside the default one; 0: none).
+# at, which with deadline-depth=auto is what they chose), INLINE_ROW (1:
+# a row of the filter with deadline-inline=off beside the default one;
+# 0: none).
 set -euo pipefail
 shopt -s inherit_errexit
 cmdline="$0${*:+ $*}"
@@ -145,8 +146,8 @@ else
 fi
 configs+=(noop deadline)
 # The deadline row again with every request through the engine's thread
-# (deadline-inline=on, the threads doing their own I/O), unless INLINE_ROW=0.
-[ "$INLINE_ROW" = 0 ] || configs+=(deadline_inline)
+# (deadline-inline=off: no thread does its own I/O), unless INLINE_ROW=0.
+[ "$INLINE_ROW" = 0 ] || configs+=(deadline_loop)
 configs+=(device)
 declare -A cfg_label=(
     [plain]="nbdkit file (page cache)"
@@ -154,7 +155,7 @@ declare -A cfg_label=(
     [qemu]="qemu-nbd cache=none aio=io_uring"
     [noop]="filter noop"
     [deadline]="filter deadline"
-    [deadline_inline]="filter deadline, inline=on"
+    [deadline_loop]="filter deadline, inline=off"
     [device]="fio io_uring O_DIRECT on the backing"
 )
 
@@ -286,9 +287,9 @@ measure ()
         deadline-control="$tmp/noop.ctl"
     start deadline --filter="$FILTER" file "$backing" deadline-scheduler=deadline "${depth_args[@]}" \
         deadline-control="$tmp/deadline.ctl"
-    [[ " ${configs[*]} " = *" deadline_inline "* ]] &&
-        start deadline_inline --filter="$FILTER" file "$backing" deadline-scheduler=deadline \
-            "${depth_args[@]}" deadline-inline=on deadline-control="$tmp/deadline_inline.ctl"
+    [[ " ${configs[*]} " = *" deadline_loop "* ]] &&
+        start deadline_loop --filter="$FILTER" file "$backing" deadline-scheduler=deadline \
+            "${depth_args[@]}" deadline-inline=off deadline-control="$tmp/deadline_loop.ctl"
     for job in "${jobs[@]}"; do
         IFS='|' read -r name args what <<<"$job"
         for c in $CONNS; do
@@ -303,7 +304,7 @@ measure ()
                 done
             done
             # the depth each filter row ended the job at (deadline-depth=auto)
-            for cfg in noop deadline deadline_inline; do
+            for cfg in noop deadline deadline_loop; do
                 depth_end[$name,$c,$cfg]=$("$CTL" -s "$tmp/$cfg.ctl" --raw stats 2>/dev/null |
                                          awk '$1 == "depth_now" { print $2 }')
             done
@@ -353,9 +354,9 @@ measure ()
                     "$(ratio "${result[$key,$cfg]}" "${result[$key,qemu]:-}")" \
                     "${cpu_med[$key,$cfg]}"
             done
-            printf '  (the filter rows ended at depth %s (noop), %s (deadline) and %s (inline=on))\n' \
+            printf '  (the filter rows ended at depth %s (noop), %s (deadline) and %s (inline=off))\n' \
                 "${depth_end[$name,$c,noop]:-?}" "${depth_end[$name,$c,deadline]:-?}" \
-                "${depth_end[$name,$c,deadline_inline]:--}"
+                "${depth_end[$name,$c,deadline_loop]:--}"
         done
     done
     case "${result[*]}" in

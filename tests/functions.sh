@@ -119,7 +119,7 @@ nbdkit_log ()
 dispatch_path ()
 {
     local line
-    line=$(grep -E 'deadline: .*, depth [0-9]+, [0-9]+ bytes in flight, align [0-9]+' \
+    line=$(grep -E 'deadline: .*, depth (auto <= )?[0-9]+, [0-9]+ bytes in flight, align [0-9]+' \
                "$1.log" | tail -1)
     case "$line" in
         "") echo "none" ;;

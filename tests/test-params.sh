@@ -18,9 +18,9 @@ settings ()
 # Defaults.
 line=$(settings)
 for kv in scheduler=deadline read_expire=500ms write_expire=5s fifo_batch=64 \
-          seek_cost=16 writes_starved=2 front_merges=on max_merge=256k depth=2 \
+          seek_cost=16 writes_starved=2 front_merges=on max_merge=256k "depth=auto<=64" \
           anticipate=20ms preempt=on preempt_min=16 \
-          max_inflight=0 dispatch=auto inline=off; do
+          max_inflight=0 dispatch=auto inline=on; do
     case " $line " in
         *" $kv "*) ;;
         *) echo "FAIL: default $kv not in:$line"; fails=$((fails+1)) ;;
@@ -43,9 +43,11 @@ valid=(
   "preempt off preempt=off"
   "preempt-min 8 preempt_min=8"
   "depth 32 depth=32"
+  "depth 2 depth=2"
   "depth auto depth=auto<=64"
   "max-inflight 16M max_inflight=16777216"
   "dispatch next dispatch=next"
+  "inline off inline=off"
   "inline on inline=on"
 )
 for v in "${valid[@]}"; do

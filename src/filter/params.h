@@ -27,12 +27,11 @@ struct filter_params {
   uint64_t max_inflight;        /* bytes; 0 = derived from depth and max_merge */
   uint64_t writeback;           /* bytes of writes answered early; 0 = off */
   enum dispatch_mode dispatch;
-  bool no_inline;               /* deadline-inline=off (the default): always via the loop */
+  bool no_inline;               /* deadline-inline=off: always via the loop */
   char *control;                /* control socket path (malloc'd), or NULL */
 };
 
 #define PARAMS_PREFIX "deadline-"
-#define DEFAULT_DEPTH 2
 #define DEFAULT_WRITEBACK 0
 
 void params_default (struct filter_params *p);

@@ -129,6 +129,25 @@ scratch_file (char *path, off_t size)
   close (fd);
 }
 
+/* A started engine for p, or NULL (a failure counted, the scratch
+ * file path, if any, removed).
+ */
+static struct engine *
+started_engine (const struct engine_params *p, const char *what, const char *path)
+{
+  char err[256];
+  struct engine *e = engine_new (p, err, sizeof err);
+
+  CHECK (e != NULL, "engine_new (%s): %s", what, err);
+  if (e == NULL) {
+    if (path)
+      unlink (path);
+    return NULL;
+  }
+  CHECK (engine_start (e) == 0, "start (%s)", what);
+  return e;
+}
+
 static void
 test_direct (void)
 {
@@ -260,18 +279,15 @@ test_next (int stop_early)
   struct engine *e;
   static struct areq a[200];
   static char bufs[200][4096];
-  char err[256];
   int i, n = 200, ok = 0, shut = 0;
 
   engine_params_default (&p);
   p.dispatch = ENGINE_NEXT;
   p.perform = slow_perform;
   p.depth = 3;
-  e = engine_new (&p, err, sizeof err);
-  CHECK (e != NULL, "engine_new next: %s", err);
+  e = started_engine (&p, "next", NULL);
   if (e == NULL)
     return;
-  CHECK (engine_start (e) == 0, "start next");
   max_concurrent = 0;
   adone = 0;
   for (i = 0; i < n; ++i) {
@@ -357,7 +373,6 @@ static void
 test_liveness (void)
 {
   struct engine_params p;
-  char err[256];
   pthread_t t[4];
   unsigned long last = 0;
   int still = 0, ticks;
@@ -368,11 +383,9 @@ test_liveness (void)
   p.perform = instant_perform;
   p.depth = 1;
   p.inline_io = true;            /* threads and the loop both dispatch */
-  live_e = engine_new (&p, err, sizeof err);
-  CHECK (live_e != NULL, "engine_new: %s", err);
+  live_e = started_engine (&p, "liveness", NULL);
   if (live_e == NULL)
     return;
-  CHECK (engine_start (live_e) == 0, "start");
   for (i = 0; i < 4; i++)
     pthread_create (&t[i], NULL, live_submitter, (void *) i);
   for (ticks = 0; ticks < 30 && still < 20; ticks++) {
@@ -483,14 +496,10 @@ test_own_io (bool inline_io)
   p.path = path;
   p.depth = 3;
   p.inline_io = inline_io;
-  own_e = engine_new (&p, err, sizeof err);
-  CHECK (own_e != NULL, "engine_new (own): %s", err);
-  if (own_e == NULL) {
-    unlink (path);
+  own_e = started_engine (&p, "own", path);
+  if (own_e == NULL)
     return;
-  }
   CHECK (engine_align (own_e) <= 4096, "alignment %u", engine_align (own_e));
-  CHECK (engine_start (own_e) == 0, "start");
   own_stop = 0;
   own_done = own_errors = 0;
   for (i = 0; i < OWN_THREADS; i++)
@@ -613,7 +622,6 @@ test_own_handoff (void)
     { .op = DL_OP_WRITE, .offset = 4096, .length = 4096, .buf = wbuf[1], .stream = 3 },
   };
   pthread_t t[3];
-  char err[256];
   int i, waited;
 
   engine_params_default (&p);
@@ -621,11 +629,9 @@ test_own_handoff (void)
   p.perform = gated_perform;
   p.depth = 1;
   p.inline_io = true;
-  gate_e = engine_new (&p, err, sizeof err);
-  CHECK (gate_e != NULL, "engine_new: %s", err);
+  gate_e = started_engine (&p, "handoff", NULL);
   if (gate_e == NULL)
     return;
-  CHECK (engine_start (gate_e) == 0, "start");
   gate_open = gate_entered = 0;
   pthread_create (&t[0], NULL, gated_submit, &rd);
   pthread_mutex_lock (&gate_lock);
@@ -676,7 +682,6 @@ test_read_after_answered_write (void)
   struct engine *e;
   static char wbuf[4096] __attribute__ ((aligned (4096)));
   static char rbuf[4096] __attribute__ ((aligned (4096)));
-  char err[256];
   int i, stale = 0;
 
   scratch_file (path, 1 << 20);
@@ -685,13 +690,9 @@ test_read_after_answered_write (void)
   p.depth = 2;
   p.writeback_bytes = 1 << 20;
   p.inline_io = true;
-  e = engine_new (&p, err, sizeof err);
-  CHECK (e != NULL, "engine_new (writeback): %s", err);
-  if (e == NULL) {
-    unlink (path);
+  e = started_engine (&p, "writeback", path);
+  if (e == NULL)
     return;
-  }
-  CHECK (engine_start (e) == 0, "start");
   for (i = 0; i < 2000; i++) {
     struct engine_req w = { .op = DL_OP_WRITE, .offset = (uint64_t) (i % 64) * 4096,
                             .length = 4096, .buf = wbuf, .stream = 1 };
@@ -776,7 +777,6 @@ test_ahead_beside_writes (void)
   pthread_t t[RA_WRITERS];
   uint64_t *page;
   unsigned long reads = 0, stale = 0;
-  char err[256];
   struct timespec t0, now;
   int i;
 
@@ -785,13 +785,9 @@ test_ahead_beside_writes (void)
   p.path = path;
   p.depth = 4;
   p.inline_io = true;
-  ra_e = engine_new (&p, err, sizeof err);
-  CHECK (ra_e != NULL, "engine_new (ahead): %s", err);
-  if (ra_e == NULL) {
-    unlink (path);
+  ra_e = started_engine (&p, "ahead", path);
+  if (ra_e == NULL)
     return;
-  }
-  CHECK (engine_start (ra_e) == 0, "start");
   if (posix_memalign ((void **) &page, 4096, 4096) != 0)
     abort ();
   memset (ra_committed, 0, sizeof ra_committed);

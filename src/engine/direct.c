@@ -481,7 +481,7 @@ start_zero (struct xfer *x, uint64_t off, uint64_t len)
   if (len == 0)
     return false;
   /* Block devices take only aligned ranges for fallocate. */
-  if (e->b.blockdev && ((off | len) & (e->align - 1))) {
+  if (e->b.blockdev && !is_aligned (off | len, e->align)) {
     start_zero_write (x, off, len);
     return true;
   }

@@ -386,8 +386,8 @@ reserve_ahead (struct engine *e, struct dl_req *unit)
 
   r->ra.idx = -1;
   r->ra_buf = NULL;
-  if (e->p.perform == NULL && hi > e->size)
-    hi = e->size;               /* DIRECT: not past the end of the backing */
+  if (e->p.dispatch == ENGINE_DIRECT && hi > e->size)
+    hi = e->size;               /* not past the end of the backing */
   if (unit->ra_length != 0 && hi > lo)
     r->ra = racache_reserve (&e->ra, r->export_id, lo, hi, &r->ra_buf);
   unit->ra_length = r->ra.idx < 0 ? 0 : hi - lo;

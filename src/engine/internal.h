@@ -194,6 +194,7 @@ void wb_close (struct engine *e);
 /* Alignments are powers of two. */
 static inline uint64_t round_down (uint64_t x, uint32_t a) { return x & ~(uint64_t) (a - 1); }
 static inline uint64_t round_up (uint64_t x, uint32_t a) { return round_down (x + a - 1, a); }
+static inline bool is_aligned (uint64_t x, uint32_t a) { return (x & (a - 1)) == 0; }
 
 static inline struct engine_req *
 req_of (struct dl_req *d)

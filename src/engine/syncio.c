@@ -67,7 +67,7 @@ syncio_fits (const struct engine *e, const struct engine_req *r)
     return true;
   case DL_OP_WRITE:
     /* An edge block partly written would need reading first. */
-    return !e->b.readonly && round_down (r->offset | r->length, a) == (r->offset | r->length);
+    return !e->b.readonly && is_aligned (r->offset | r->length, a);
   default:
     return false;
   }
@@ -105,7 +105,7 @@ syncio_rw (struct engine *e, struct engine_req *r)
   uint64_t lo = round_down (r->offset, a), hi = round_up (r->offset + r->length, a);
   bool write = r->op == DL_OP_WRITE;
   bool direct = lo == r->offset && hi == r->offset + r->length &&
-    round_down ((uintptr_t) r->buf, a) == (uintptr_t) r->buf;
+    is_aligned ((uintptr_t) r->buf, a);
   char *buf;
   int res;
 

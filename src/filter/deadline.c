@@ -222,9 +222,9 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-write-slice=DURATION   ... and this long for writes (default 40ms).\n" \
   "deadline-slice-writes=N         ... but none while N writes are in the server\n" \
   "                                (default 96, 0 = no limit).\n" \
-  "deadline-depth=N|auto           Units in flight at the device (default 2;\n" \
-  "                                raise to 16-64 for SSDs/NVMe; auto: from 2\n" \
-  "                                up to 64 while that makes the device faster).\n" \
+  "deadline-depth=auto|N           Units in flight at the device (default auto:\n" \
+  "                                from 2 up to 64 while that makes the device\n" \
+  "                                faster; N: fixed, 2 for a disk, 16-64 SSD/NVMe).\n" \
   "deadline-max-inflight=SIZE      Bytes in flight (default depth*max-merge, >= 8M).\n" \
   "deadline-writeback=SIZE         Answer writes without FUA once copied, up to\n" \
   "                                SIZE not yet on the device; a flush waits\n" \
@@ -232,7 +232,7 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "deadline-dispatch=auto|direct|next  io_uring O_DIRECT on the file plugin's\n" \
   "                                file, or through the layer below (default auto).\n" \
   "deadline-inline=on|off          A request that waits for nothing goes to the\n" \
-  "                                device from its own thread (default off).\n" \
+  "                                device from its own thread (default on).\n" \
   "deadline-control=PATH           Serve a control socket (owner-only) for\n" \
   "                                nbd-deadline-ctl: statistics, tunables.\n" \
   "DURATION: 500ms, 1.5s, 250us, 100ns; SIZE: 4096, 64k, 1M."

@@ -15,6 +15,14 @@
 
 #include "params.h"
 
+/* deadline-depth=auto: measured from 2 up to this ceiling (autodepth.c). */
+static void
+depth_auto (struct filter_params *p)
+{
+  p->depth_auto = true;
+  p->depth = PARAMS_AUTO_DEPTH_MAX;
+}
+
 void
 params_default (struct filter_params *p)
 {
@@ -25,8 +33,7 @@ params_default (struct filter_params *p)
    * that serves several at once gets the depth it needs without the
    * user finding the parameter (bench/results, sections P and R).
    */
-  p->depth_auto = true;
-  p->depth = PARAMS_AUTO_DEPTH_MAX;
+  depth_auto (p);
   p->max_inflight = 0;
   p->writeback = DEFAULT_WRITEBACK;
   p->dispatch = DISPATCH_AUTO;
@@ -127,8 +134,7 @@ set_depth (struct filter_params *p, const char *key, const char *value,
            char *err, size_t errlen)
 {
   if (value && strcmp (value, "auto") == 0) {
-    p->depth_auto = true;
-    p->depth = PARAMS_AUTO_DEPTH_MAX;
+    depth_auto (p);
     return 1;
   }
   if (parse_u32 (value, 1, 1024, &p->depth) < 0) {

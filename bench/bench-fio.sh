@@ -55,6 +55,9 @@ cmdline="$0${*:+ $*}"
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/slowstack.sh
 . "$here/slowstack.sh"          # for ss_find_built only
+bench_name=bench-fio
+# shellcheck source=bench/benchlib.sh
+. "$here/benchlib.sh"
 : "${RUNTIME:=4}" "${RUNS:=3}" "${DEPTH:=}" "${THREADS:=64}" "${CONNS:=1 4}" "${INLINE_ROW:=1}"
 : "${JOBS:=seqread seqwrite randread randwrite lat1}"
 : "${REGIMES:=cold warm}" "${COLD_SIZE:=12}"
@@ -68,7 +71,6 @@ fio --enghelp=nbd >/dev/null 2>&1 || { echo "bench-fio: fio lacks the nbd engine
 
 tmp=$(mktemp -d /tmp/nbd-deadline-bench.XXXXXX)
 pids=()
-sched_restore=
 stop_servers ()
 {
     local p
@@ -77,52 +79,10 @@ stop_servers ()
         for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     done
     pids=()
-    [ -n "$sched_restore" ] && echo "${sched_restore#*=}" > "${sched_restore%%=*}" 2>/dev/null || :
-    sched_restore=
+    restore_scheduler
 }
 cleanup () { stop_servers; rm -rf "$tmp"; }
 trap cleanup EXIT
-
-# make_backing FILE GIB: GIB GiB of random data, written once.
-make_backing ()
-{
-    local f=$1 gib=$2 free
-    [ -e "$f" ] && [ "$(stat -c %s "$f")" -ge $((gib << 30)) ] && return 0
-    free=$(df --output=avail -B1G "$(dirname "$f")" | tail -1 | tr -d ' ')
-    if [ "$free" -lt $((gib + 2)) ]; then
-        echo "bench-fio: $f needs $gib GiB and $(dirname "$f") has $free GiB free (set COLD_SIZE or REGIMES=warm)" >&2
-        exit 1
-    fi
-    echo "bench-fio: making $f ($gib GiB of random data, once)" >&2
-    dd if=/dev/urandom of="$f" bs=4M count=$((gib * 256)) oflag=direct status=none
-}
-
-# The backing's device (the block device itself, or the disk under the
-# file's filesystem) gets queue/scheduler=none, restored by stop_servers:
-# the scheduler under test is to be the only one.
-prepare_backing ()
-{
-    local backing=$1 dev q old fs
-    if [ -b "$backing" ]; then
-        dev=$(basename "$(readlink -f "$backing")")
-    else
-        fs=$(df --output=source "$backing" | tail -1)
-        echo "bench-fio: backing is a file on $fs ($(df --output=fstype "$backing" | tail -1 | tr -d ' '))" >&2
-        dev=$(basename "$(readlink -f "$fs" 2>/dev/null || echo "$fs")")
-        # a partition's queue is its disk's
-        [ -e "/sys/class/block/$dev/partition" ] &&
-            dev=$(basename "$(readlink -f "/sys/class/block/$dev/..")")
-    fi
-    q=/sys/block/$dev/queue/scheduler
-    if [ -w "$q" ]; then
-        old=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$q")
-        sched_restore="$q=$old"
-        echo none > "$q" || :
-        echo "bench-fio: $q: $old -> $(cat "$q")" >&2
-    else
-        echo "bench-fio: cannot set $q to none" >&2
-    fi
-}
 
 declare -A cfg_pid=()
 start ()
@@ -173,28 +133,7 @@ start_qemu_nbd ()
     echo "bench-fio: qemu-nbd did not start:" >&2; cat "$tmp/qemu.log" >&2; exit 1
 }
 
-# drop_caches: before every run; a failure stops the benchmark
-drop_caches ()
-{
-    sync
-    echo 3 > /proc/sys/vm/drop_caches ||
-        { echo "bench-fio: dropping the page cache failed: stopping (the run would be invalid)" >&2; exit 1; }
-}
-
-# job name, fio arguments, what to extract
-all_jobs=(
-  "seqread|--rw=read --bs=64k --iodepth=8|bw"
-  "seqwrite|--rw=write --bs=64k --iodepth=8 --end_fsync=1|bw"
-  "randread|--rw=randread --bs=4k --iodepth=32|iops"
-  "randwrite|--rw=randwrite --bs=4k --iodepth=32 --end_fsync=1|iops"
-  "lat1|--rw=randread --bs=4k --iodepth=1|lat"
-)
-jobs=()
-for j in $JOBS; do
-    found=
-    for job in "${all_jobs[@]}"; do [ "${job%%|*}" = "$j" ] && jobs+=("$job") found=1; done
-    [ -n "$found" ] || { echo "bench-fio: unknown job $j (seqread seqwrite randread randwrite lat1)" >&2; exit 1; }
-done
+select_jobs "$JOBS"
 for c in $CONNS; do
     case $c in [1-9]|[1-9][0-9]) ;; *) echo "bench-fio: CONNS: $c is not a count of connections (1-99)" >&2; exit 1 ;; esac
 done
@@ -257,23 +196,6 @@ print(fig, cpu)
 PY
 }
 
-# The median of figures that may carry a '*', starred if any was.
-median ()
-{
-    local star=
-    case "$*" in *'*'*) star='*' ;; esac
-    printf '%s\n' "$@" | tr -d '*' | sort -g |
-        awk -v s="$star" '{a[NR]=$1} END {m = (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2; print m s}'
-}
-# spread: "[min-max]" of the same figures
-spread ()
-{
-    printf '%s\n' "$@" | tr -d '*' | sort -g | awk '{a[NR]=$1} END {printf "[%s-%s]", a[1], a[NR]}'
-}
-
-# ratio A B: A / B, a true ratio ("-" without a baseline figure)
-ratio () { awk -v a="${1%\*}" -v b="${2%\*}" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "-" }'; }
-
 # measure TITLE BACKING: the four servers on BACKING, every job, a table.
 measure ()
 {
@@ -332,13 +254,7 @@ measure ()
     [ "$RUNS" -ge 3 ] || echo "NOT A RESULT: $RUNS run(s) per configuration (a result needs RUNS >= 3); a format check only"
     for job in "${jobs[@]}"; do
         IFS='|' read -r name args what <<<"$job"
-        case $name in
-            seqread)   label="64 KiB seq read MiB/s (qd 8)" ;;
-            seqwrite)  label="64 KiB seq write+flush MiB/s (qd 8)" ;;
-            randread)  label="4 KiB rand read IOPS (qd 32)" ;;
-            randwrite) label="4 KiB rand write+flush IOPS (qd 32)" ;;
-            lat1)      label="4 KiB rand read p50 latency us (qd 1)" ;;
-        esac
+        label=$(job_label "$name")
         if [ "$what" = lat ]; then better="lower is better; a ratio above 1 is slower"
         else better="higher is better"; fi
         for c in $CONNS; do

@@ -227,6 +227,8 @@ measure ()
             done
             # the depth each filter row ended the job at (deadline-depth=auto)
             for cfg in noop deadline deadline_loop; do
+                # (INLINE_ROW=0: no deadline_loop server to ask)
+                [[ " ${configs[*]} " = *" $cfg "* ]] || continue
                 depth_end[$name,$c,$cfg]=$("$CTL" -s "$tmp/$cfg.ctl" --raw stats 2>/dev/null |
                                          awk '$1 == "depth_now" { print $2 }')
             done

@@ -628,6 +628,8 @@ smoke (const char *dir)
   fd = mkstemp (path);
   if (fd < 0 || ftruncate (fd, SMOKE_SIZE) < 0) {
     fprintf (stderr, "bench-engine: smoke: %s: %s\n", path, strerror (errno));
+    if (fd >= 0)
+      unlink (path);
     return EXIT_FAILURE;
   }
   close (fd);

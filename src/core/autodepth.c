@@ -29,6 +29,19 @@
  *     A kept depth is checked downward the same way: halving it must
  *     not lose more than AD_GAIN's worth of rate, or the depth goes
  *     back up.
+ *   - Beside the climb, a floor in device time: the device may always
+ *     hold as many units as it completes in AD_DRAIN_NS, at the rate
+ *     measured in the last saturated epoch.  A request kept back by the
+ *     depth costs the server a hand-off (queued, woken, issued by
+ *     another thread) where one given a slot is issued by its own
+ *     thread; on a device that drains its queue faster than a reader
+ *     would notice, holding requests back orders nothing worth the
+ *     hand-offs, and where the server's CPU is the limit they cost
+ *     throughput that no probe sees gained in one doubling (the gain
+ *     comes when nearly every request finds a slot).  A disk that
+ *     takes a millisecond or more per unit gets a floor of at most
+ *     two, so there the climb alone decides, as before; on a fast one
+ *     a read waits at most about AD_DRAIN_NS behind the device's queue.
  *
  * The caller reports each completion (dl_autodepth_done) and uses the
  * depth returned.  Pure: the clock is passed in.
@@ -44,6 +57,7 @@
 #define AD_GAIN 1.15
 #define AD_HOLD_EPOCHS 16
 #define AD_HOLD_MAX 512
+#define AD_DRAIN_NS (2 * 1000000ULL)
 
 void
 dl_autodepth_init (struct dl_autodepth *a, uint32_t min, uint32_t max)
@@ -55,7 +69,7 @@ dl_autodepth_init (struct dl_autodepth *a, uint32_t min, uint32_t max)
     max = min;
   a->min = min;
   a->max = max;
-  a->depth = a->base = min;
+  a->depth = a->climb = a->base = min;
   a->phase = DL_AD_MEASURE;
   a->hold_len = AD_HOLD_EPOCHS;
 }
@@ -68,8 +82,8 @@ decide (struct dl_autodepth *a, double ops, double bytes)
   case DL_AD_MEASURE:           /* the base's rate: probe up */
     a->base_ops = ops;
     a->base_bytes = bytes;
-    if (a->depth < a->max) {
-      a->depth = a->depth * 2 > a->max ? a->max : a->depth * 2;
+    if (a->climb < a->max) {
+      a->climb = a->climb * 2 > a->max ? a->max : a->climb * 2;
       a->phase = DL_AD_PROBE_UP;
     }
     else {
@@ -79,14 +93,14 @@ decide (struct dl_autodepth *a, double ops, double bytes)
     break;
   case DL_AD_PROBE_UP:
     if (ops >= AD_GAIN * a->base_ops && bytes >= a->base_bytes) {
-      a->base = a->depth;       /* kept: measure from here */
+      a->base = a->climb;       /* kept: measure from here */
       a->probes_kept++;
       a->hold_len = AD_HOLD_EPOCHS;
       a->phase = DL_AD_MEASURE;
       decide (a, ops, bytes);
       return;
     }
-    a->depth = a->base;
+    a->climb = a->base;
     a->phase = DL_AD_HOLD;
     a->hold = a->hold_len;
     if (a->hold_len < AD_HOLD_MAX)
@@ -98,7 +112,7 @@ decide (struct dl_autodepth *a, double ops, double bytes)
     if (--a->hold > 0)
       break;
     if (a->base > a->min) {     /* does the device still need it? */
-      a->depth = a->base / 2 < a->min ? a->min : a->base / 2;
+      a->climb = a->base / 2 < a->min ? a->min : a->base / 2;
       a->phase = DL_AD_PROBE_DOWN;
     }
     else
@@ -106,14 +120,23 @@ decide (struct dl_autodepth *a, double ops, double bytes)
     break;
   case DL_AD_PROBE_DOWN:
     if (ops * AD_GAIN > a->base_ops && bytes * AD_GAIN > a->base_bytes) {
-      a->base = a->depth;       /* no loss worth the units: keep fewer */
+      a->base = a->climb;       /* no loss worth the units: keep fewer */
       a->probes_down++;
     }
     else
-      a->depth = a->base;
+      a->climb = a->base;
     a->phase = DL_AD_MEASURE;
     break;
   }
+}
+
+/* The units the device completes in AD_DRAIN_NS at `ops` a second. */
+static uint32_t
+drain_floor (const struct dl_autodepth *a, double ops)
+{
+  double units = ops * AD_DRAIN_NS / 1e9;
+
+  return units >= a->max ? a->max : (uint32_t) units;
 }
 
 uint32_t
@@ -135,10 +158,15 @@ dl_autodepth_done (struct dl_autodepth *a, uint64_t now_ns, uint64_t bytes,
     return a->depth;
 
   /* Mostly not saturated: the load, not the depth, set the rate. */
-  if (a->sat * 4 >= a->n * 3)
-    decide (a, a->n * 1e9 / span, a->bytes * 1e9 / span);
+  if (a->sat * 4 >= a->n * 3) {
+    double ops = a->n * 1e9 / span;
+
+    decide (a, ops, a->bytes * 1e9 / span);
+    a->drain = drain_floor (a, ops);
+  }
   else
     a->unsaturated++;
+  a->depth = a->climb > a->drain ? a->climb : a->drain;
   a->epochs++;
   a->epoch_start_ns = now_ns;
   a->n = a->sat = a->bytes = 0;

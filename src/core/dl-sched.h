@@ -423,8 +423,8 @@ void dl_hist_merge (struct dl_hist *dst, const struct dl_hist *src);
 /* p in [0, 100]; 0 on an empty histogram. */
 uint64_t dl_hist_percentile (const struct dl_hist *h, double p);
 
-/* The device depth, chosen by a hill climb on completion rates
- * (autodepth.c).  The caller reports every completion of a unit, with
+/* The device depth, chosen by a hill climb on completion rates, never
+ * below what the device completes in 2 ms (autodepth.c).  The caller reports every completion of a unit, with
  * whether units were waiting that the depth kept back, and keeps at
  * most the depth returned at the device.
  */
@@ -433,8 +433,11 @@ enum dl_ad_phase {
 };
 struct dl_autodepth {
   uint32_t min, max;
-  uint32_t depth;               /* in force */
-  uint32_t base;                /* the last depth measured and kept */
+  uint32_t depth;               /* in force: the greater of the two below */
+  uint32_t climb;               /* the hill climb's depth */
+  uint32_t drain;               /* the floor: what the device completes in
+                                   AD_DRAIN_NS */
+  uint32_t base;                /* the climb's last depth measured and kept */
   enum dl_ad_phase phase;
   uint32_t hold;                /* epochs left before the next probe */
   uint32_t hold_len;            /* ... the next hold's length */

@@ -3,7 +3,9 @@
  * more completions per second, and stays at its floor on a device that
  * serves one unit at a time, however long it runs; a load that never
  * fills the depth leaves it alone; a depth the device no longer uses
- * is given back.
+ * is given back.  Beside the climb, a floor in device time: a device
+ * that completes its units fast keeps as many as it completes in 2 ms,
+ * whether or not more of them complete faster.
  *
  * The devices are simulated: LANES units served at once, each taking
  * SERVICE ns (within +-JITTER), with an endless backlog unless the load
@@ -138,20 +140,23 @@ main (void)
   CHECK_EQ (a.base, 2);
   CHECK_EQ (a.probes_kept, 0);
 
-  /* Sixteen lanes (an SSD): the depth climbs to 16 within seconds, and
-   * no further (32 units complete no faster).
+  /* Sixteen lanes (a striped volume of disks, 4 ms a unit: 4000 units
+   * a second, a floor of 8): the depth climbs to 16 within seconds,
+   * and no further (32 units complete no faster).
    */
-  fresh (&m, &a, 16, 100000, 20000, 2, 64);
-  run (&m, &a, now + 2000 * MS, 0);
-  printf ("16 lanes: base %u after 2 s, %" PRIu64 " probes kept\n", a.base, a.probes_kept);
+  fresh (&m, &a, 16, 4 * MS, 1 * MS, 2, 64);
+  run (&m, &a, now + 3000 * MS, 0);
+  printf ("16 lanes: base %u after 3 s, %" PRIu64 " probes kept\n", a.base, a.probes_kept);
   CHECK_EQ (a.base, 16);
   run (&m, &a, now + 60000 * MS, 0);
-  printf ("16 lanes: base %u after 62 s\n", a.base);
+  printf ("16 lanes: base %u after 63 s, floor %u\n", a.base, a.drain);
   CHECK_EQ (a.base, 16);
+  CHECK (a.drain <= 8);
+  CHECK_EQ (a.depth, 16);
 
   /* ... and not beyond the caller's ceiling. */
-  fresh (&m, &a, 64, 100000, 0, 3, 8);
-  run (&m, &a, now + 2000 * MS, 0);
+  fresh (&m, &a, 64, 4 * MS, 0, 3, 8);
+  run (&m, &a, now + 3000 * MS, 0);
   CHECK_EQ (a.base, 8);
   CHECK (a.depth <= 8);
 
@@ -168,8 +173,8 @@ main (void)
   /* The device changes under a kept depth (the volume is throttled to
    * one lane): the depth is given back within its holds.
    */
-  fresh (&m, &a, 16, 100000, 0, 5, 64);
-  run (&m, &a, now + 2000 * MS, 0);
+  fresh (&m, &a, 16, 4 * MS, 0, 5, 64);
+  run (&m, &a, now + 3000 * MS, 0);
   CHECK_EQ (a.base, 16);
   m.lanes = 1;
   for (uint32_t i = 0; i < 1024; i++)
@@ -178,6 +183,40 @@ main (void)
   printf ("16 lanes then one: base %u, %" PRIu64 " halvings kept\n", a.base, a.probes_down);
   CHECK_EQ (a.base, 2);
   CHECK (a.probes_down >= 3);
+
+  /* The floor.  One lane of 20 us (a fast disk behind a server whose
+   * CPU is the limit: no depth completes faster): 50000 units a second,
+   * so the device keeps 100 units, what it completes in 2 ms, though
+   * no probe gained.
+   */
+  fresh (&m, &a, 1, 20000, 5000, 7, 256);
+  run (&m, &a, now + 1000 * MS, 0);
+  printf ("one fast lane: depth %u, floor %u, base %u\n", a.depth, a.drain, a.base);
+  CHECK_EQ (a.probes_kept, 0);
+  CHECK (a.drain >= 90 && a.drain <= 110);
+  CHECK_EQ (a.depth, a.drain);
+
+  /* ... capped by the caller's ceiling ... */
+  fresh (&m, &a, 1, 20000, 0, 8, 64);
+  run (&m, &a, now + 1000 * MS, 0);
+  CHECK_EQ (a.depth, 64);
+
+  /* ... and given back at once when the device slows (throttled to
+   * 1 ms a unit: a floor of 2).
+   */
+  m.service_ns = 1 * MS;
+  run (&m, &a, now + 2000 * MS, 0);
+  printf ("one lane slowed to 1 ms: depth %u, floor %u\n", a.depth, a.drain);
+  CHECK (a.drain <= 2);
+  CHECK_EQ (a.depth, 2);
+
+  /* A disk with one head at 1 ms a unit (1000 a second) has a floor
+   * of 2 at most: the climb alone decides there, and the depth stays.
+   */
+  fresh (&m, &a, 1, 1 * MS, 200000, 9, 64);
+  run (&m, &a, now + 60000 * MS, 2);
+  CHECK (a.drain <= 2);
+  CHECK_EQ (a.base, 2);
 
   return test_result ("autodepth");
 }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # nbd-deadline: fio benchmark of the filter against plain nbdkit file.
 #
-#   bench/bench-fio.sh [BACKING]
+#   bench/bench-fio.sh [--check] [BACKING]
 #
 # Serves the same backing several ways: the baselines plain `nbdkit
 # file` (page cache), the same with cache=none, and qemu-nbd
@@ -36,6 +36,11 @@
 #   warm  a 1 GiB backing that a run reads several times: after the
 #         first pass plain serves from memory.  This is the price of
 #         O_DIRECT when the working set fits in the page cache.
+# Under each regime's tables, the verdict on issue 17's targets for the
+# filter with deadline: over qemu-nbd >= 1.0, over cache=none >= 0.95
+# (for latency, the baseline's over the filter's), and CPU per request
+# at most 1.1x cache=none's; with --check the script exits 1 when one
+# is missed.
 # With BACKING (a file or block device) only that backing is measured.
 # The backing's device gets queue/scheduler=none for the run (restored
 # after), so that the scheduler under test is the only one.
@@ -51,6 +56,8 @@
 set -euo pipefail
 shopt -s inherit_errexit
 cmdline="$0${*:+ $*}"
+check=
+if [ "${1:-}" = --check ]; then check=1; shift; fi
 
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/slowstack.sh
@@ -280,8 +287,50 @@ measure ()
     case "${result[*]}" in
         *'*'*) echo "(* a run read more than the backing holds: some of it came from the page cache)" ;;
     esac
+    verdict
 }
 
+# target NAME WHAT FIG BASE LIMIT: one line of the verdict: the filter's
+# figure FIG against the baseline's BASE, met when FIG / BASE is at
+# least LIMIT (for latency, WHAT lat: when BASE / FIG is).  Counts a
+# miss in $misses.
+target ()
+{
+    local name=$1 what=$2 fig=${3%\*} base=${4%\*} limit=$5 r ok
+    if [ -z "$fig" ] || [ -z "$base" ] || [ "$fig" = - ] || [ "$base" = - ]; then
+        printf '  %-46s %s\n' "$name" "no figure"
+        return
+    fi
+    r=$(awk -v a="$fig" -v b="$base" -v w="$what" 'BEGIN{ printf "%.2f", (w == "lat") ? b/a : a/b }')
+    ok=$(awk -v r="$r" -v l="$limit" 'BEGIN{ print (r >= l) ? "met" : "MISSED" }')
+    [ "$ok" = met ] || misses=$((misses + 1))
+    printf '  %-46s %5s (target >= %s) %s\n' "$name" "$r" "$limit" "$ok"
+}
+
+# verdict: issue 17's targets for the filter with deadline (as given:
+# the defaults unless DEPTH), from the tables above: its throughput
+# (for latency the inverse) over qemu-nbd's >= 1.0 and over cache=none's
+# >= 0.95, and cache=none's CPU per request over its own >= 1/1.1.
+verdict ()
+{
+    local job name args what c key misses=0
+    printf '\nVerdict (issue 17, the filter with deadline; latency as speed, baseline / filter):\n'
+    for job in "${jobs[@]}"; do
+        IFS='|' read -r name args what <<<"$job"
+        for c in $CONNS; do
+            key=$name,$c
+            [[ " ${configs[*]} " = *" qemu "* ]] &&
+                target "$name x$c / qemu-nbd" "$what" "${result[$key,deadline]}" "${result[$key,qemu]}" 1.00
+            target "$name x$c / cache=none" "$what" "${result[$key,deadline]}" "${result[$key,nocache]}" 0.95
+            target "$name x$c cpu: cache=none's / the filter's" lat \
+                "${cpu_med[$key,deadline]}" "${cpu_med[$key,nocache]}" 0.91
+        done
+    done
+    printf '  %s target(s) missed\n' "$misses"
+    total_misses=$((total_misses + misses))
+}
+
+total_misses=0
 echo "nbd-deadline fio benchmark, $(date -u '+%F %T') UTC"
 echo "command: $cmdline"
 echo "commit: $(git -C "$here/.." describe --always --dirty --abbrev=10 2>/dev/null || echo '?') (filter: $FILTER)"
@@ -301,3 +350,5 @@ else
         esac
     done
 fi
+[ -z "$check" ] || [ "$total_misses" -eq 0 ] ||
+    { echo "bench-fio: $total_misses target(s) missed"; exit 1; }

@@ -424,9 +424,10 @@ void dl_hist_merge (struct dl_hist *dst, const struct dl_hist *src);
 uint64_t dl_hist_percentile (const struct dl_hist *h, double p);
 
 /* The device depth, chosen by a hill climb on completion rates, never
- * below what the device completes in 2 ms (autodepth.c).  The caller reports every completion of a unit, with
- * whether units were waiting that the depth kept back, and keeps at
- * most the depth returned at the device.
+ * below what the device completes in 2 ms (autodepth.c).  The caller
+ * reports every completion of a unit, with whether units were waiting
+ * that the depth kept back, and keeps at most the depth returned at the
+ * device.
  */
 enum dl_ad_phase {
   DL_AD_MEASURE, DL_AD_PROBE_UP, DL_AD_HOLD, DL_AD_PROBE_DOWN

@@ -47,7 +47,8 @@ expected=(
 if [ "$have_man" = 1 ]; then
     expected+=(/usr/share/man/man1/nbdkit-deadline-filter.1
                /usr/share/man/man5/nbd-deadline.conf.5
-               /usr/share/man/man8/nbd-deadline-ctl.8)
+               /usr/share/man/man8/nbd-deadline-ctl.8
+               /usr/share/man/man8/nbd-deadline-start.8)
 fi
 ( cd "$dest" && find . -type f -o -type l | sed 's|^\.||' | sort ) > "$tmpdir/got"
 printf '%s\n' "${expected[@]}" | sort > "$tmpdir/want"

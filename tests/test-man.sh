@@ -7,7 +7,8 @@
 source "$(dirname "$0")/functions.sh"
 set -e
 M=$abs_top_builddir/man
-pages=("$M/nbdkit-deadline-filter.1" "$M/nbd-deadline.conf.5" "$M/nbd-deadline-ctl.8")
+pages=("$M/nbdkit-deadline-filter.1" "$M/nbd-deadline.conf.5" "$M/nbd-deadline-ctl.8"
+       "$M/nbd-deadline-start.8")
 if [ ! -f "${pages[0]}" ]; then
     echo "$0: SKIP: man pages not built (pod2man missing)"; exit 77
 fi

@@ -60,7 +60,7 @@ warns enough-long none --threads=1024
 warns other-option 16 --exportname -t
 
 # ---- 3. run-export ------------------------------------------------------
-t=$(sed -n 's/^exec nbdkit .*--threads \([0-9]*\) .*/\1/p' "$S/run-export")
+t=$(sed -n 's/^exec .*nbdkit.* --threads \([0-9]*\) .*/\1/p' "$S/run-export")
 echo "run-export: --threads ${t:-none}"
 [ -n "$t" ] && [ "$t" -ge 128 ] || fail "run-export starts nbdkit with --threads ${t:-default}"
 

@@ -13,6 +13,7 @@
 #                            wait until it serves, stop it at exit
 #   stop_nbdkit SOCK         stop it now and wait for it to exit
 #   nbdkit_log SOCK          the file holding its stderr (-v)
+#   wait_sockets PID LOG S.. until server PID serves every socket S
 #
 # Tests run from the build tree's tests/ directory; FILTER is the
 # filter's .so (make check sets it), NBDKIT the nbdkit binary.
@@ -206,6 +207,29 @@ wait_started ()
         kill -0 "$2" 2>/dev/null || return 1
         sleep 0.05
     done
+    return 1
+}
+
+# wait_sockets PID LOG SOCK...: until every SOCK is a socket, while the
+# server PID runs (it writes LOG).  Prints LOG and fails if the server
+# exits or ten seconds pass first.
+wait_sockets ()
+{
+    local pid=$1 log=$2 i s missing
+    shift 2
+    for (( i=0; i<100; i++ )); do
+        missing=
+        for s in "$@"; do [ -S "$s" ] || missing=$s; done
+        [ -z "$missing" ] && return 0
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    cat "$log" >&2
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "$0: no socket at $missing after 10 s" >&2
+    else
+        echo "$0: the server exited before serving $missing" >&2
+    fi
     return 1
 }
 

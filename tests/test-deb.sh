@@ -92,12 +92,8 @@ EOF
 "$root/usr/sbin/nbd-deadline-start" pkg 2>"$tmpdir/pkg.log" &
 pid=$!
 cleanup_fn "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
-for (( i=0; i<100; i++ )); do
-    [ -S "$tmpdir/pkg.sock" ] && [ -S "$tmpdir/pkg.ctl" ] && break
-    kill -0 $pid 2>/dev/null || { cat "$tmpdir/pkg.log"; fail "the packaged launcher exited"; }
-    sleep 0.1
-done
-[ -S "$tmpdir/pkg.sock" ] || { cat "$tmpdir/pkg.log"; fail "no export at $tmpdir/pkg.sock"; }
+wait_sockets $pid "$tmpdir/pkg.log" "$tmpdir/pkg.sock" "$tmpdir/pkg.ctl" ||
+    fail "the packaged launcher does not serve"
 # It is the packaged filter that nbdkit loaded, not a build tree's.
 grep -q "$root$filterdir/nbdkit-deadline-filter.so" "/proc/$pid/maps" ||
     fail "nbdkit did not load the packaged filter"

@@ -19,13 +19,8 @@ RUN_EXPORT_BUILDDIR=$abs_top_builddir "$S/run-export" --socket "$sock" "$disk" \
     > "$tmpdir/out" 2>&1 &
 pid=$!
 cleanup_fn "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
-for (( i=0; i<100; i++ )); do
-    [ -S "$sock" ] && [ -S "$tmpdir/export.ctl" ] && break
-    kill -0 $pid 2>/dev/null || { cat "$tmpdir/out"; fail "run-export exited"; }
-    sleep 0.1
-done
-[ -S "$sock" ] || { cat "$tmpdir/out"; fail "no export at $sock"; }
-[ -S "$tmpdir/export.ctl" ] || { cat "$tmpdir/out"; fail "no control socket beside the export"; }
+wait_sockets $pid "$tmpdir/out" "$sock" "$tmpdir/export.ctl" ||
+    fail "run-export does not serve the export and its control socket"
 cat "$tmpdir/out"
 
 # run-export execs nbdkit: the pid is the server's.

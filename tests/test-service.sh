@@ -97,11 +97,8 @@ grep -q -- "--foreground .* file $disk deadline-control=$tmpdir/t1.ctl" "$tmpdir
 "${cmd[@]}" 2>"$tmpdir/t1.log" &
 pid=$!
 cleanup_fn "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
-for (( i=0; i<100; i++ )); do
-    [ -S "$tmpdir/t1.sock" ] && [ -S "$tmpdir/t1.ctl" ] && break
-    kill -0 $pid 2>/dev/null || { cat "$tmpdir/t1.log"; fail "the service exited"; }
-    sleep 0.1
-done
+wait_sockets $pid "$tmpdir/t1.log" "$tmpdir/t1.sock" "$tmpdir/t1.ctl" ||
+    fail "the service does not serve"
 # It is nbdkit itself (exec), in the foreground, so systemd sees it.
 [ "$(cat /proc/$pid/comm)" = nbdkit ] || fail "pid $pid is $(cat /proc/$pid/comm), not nbdkit"
 nbdinfo "nbd+unix:///t1?socket=$tmpdir/t1.sock" | grep -q 'export-size: 67108864' ||

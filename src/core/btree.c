@@ -762,6 +762,12 @@ check_node (struct check_walk *w, struct bt_head *h, int depth,
       uint64_t cm;
 
       assert (in->child[i]->parent == in);
+      /* An inner child's first separator is its own (merge and
+       * redistribute set it again all the same).
+       */
+      assert (i == 0 || in->child[i]->leaf ||
+              (as_inner (in->child[i])->sep_off[0] == in->sep_off[i] &&
+               as_inner (in->child[i])->sep_seq[0] == in->sep_seq[i]));
       if (i > 0)
         assert (key_less (in->sep_off[i - 1], in->sep_seq[i - 1],
                           in->sep_off[i], in->sep_seq[i]) || i == 1);

@@ -61,11 +61,16 @@ nodes_for (uint64_t entries)
 int
 btpool_reserve (struct dl_btpool *p, uint64_t entries)
 {
-  uint64_t need = nodes_for (entries), n;
+  uint64_t need, n;
   struct bt_chunk *c;
 
-  if (p->reserved >= need)
+  if (entries <= p->covered)
     return 0;
+  need = nodes_for (entries);
+  if (p->reserved >= need) {
+    p->covered = entries;
+    return 0;
+  }
   /* Grow by half again at least, so that reserving one more entry at a
    * time allocates rarely.
    */
@@ -91,6 +96,7 @@ btpool_reserve (struct dl_btpool *p, uint64_t entries)
   }
   p->bump = c;
   p->reserved += n;
+  p->covered = entries;
   return 0;
 }
 
@@ -192,13 +198,17 @@ child_index (const struct bt_inner *p, const struct bt_head *child)
   abort ();                     /* a parent pointer is wrong */
 }
 
+/* Where u is in its leaf.  The offsets first: a search has just read
+ * them, while the pointers beside them are likely cold.
+ */
 static uint32_t
 entry_index (const struct dl_bt_leaf *l, const struct dl_req *u)
 {
+  uint64_t off = u->unit_offset;
   uint32_t j;
 
   for (j = 0; j < l->h.n; j++)
-    if (l->req[j] == u)
+    if (l->off[j] == off && l->req[j] == u)
       return j;
   abort ();                     /* u is not where its sort_leaf says */
 }
@@ -700,6 +710,64 @@ btree_overlaps (const struct dl_btree *t, uint64_t lo, uint64_t hi,
                 bt_visit_fn *fn, void *arg)
 {
   return t->root && overlaps_at (t, t->root, lo, hi, fn, arg) == 1;
+}
+
+/* The same when no two non-empty entries overlap: then only the last
+ * non-empty entry starting before lo can reach into the range, and one
+ * descent finds it, without the maxima.
+ */
+bool
+btree_overlaps_disjoint (const struct dl_btree *t, uint64_t lo, uint64_t hi,
+                         bt_visit_fn *fn, void *arg)
+{
+  uint64_t down = ~t->align_mask;
+  const struct dl_bt_leaf *l;
+  struct bt_head *h = t->root;
+  uint32_t j;
+
+  if (h == NULL)
+    return false;
+  while (!h->leaf) {
+    struct bt_inner *in = as_inner (h);
+    h = in->child[route_off (in, lo)];
+  }
+  l = as_leaf (h);
+  for (j = 0; j < l->h.n && l->off[j] < lo; j++)
+    ;
+  /* Back from (l, j) to the last non-empty entry before lo. */
+  {
+    const struct dl_bt_leaf *bl = l;
+    uint32_t bj = j;
+
+    for (;;) {
+      if (bj == 0) {
+        bl = bl->prev;
+        if (bl == NULL)
+          break;
+        bj = bl->h.n;
+      }
+      bj--;
+      if (bl->hi[bj] > (bl->off[bj] & down)) {
+        if (bl->hi[bj] > lo && (bl->off[bj] & down) < hi && fn (bl->req[bj], arg))
+          return true;
+        break;
+      }
+    }
+  }
+  /* Then forward from lo while they start below hi. */
+  for (;;) {
+    if (j == l->h.n) {
+      l = l->next;
+      if (l == NULL)
+        return false;
+      j = 0;
+    }
+    if ((l->off[j] & down) >= hi)
+      return false;
+    if (l->hi[j] > lo && l->hi[j] > (l->off[j] & down) && fn (l->req[j], arg))
+      return true;
+    j++;
+  }
 }
 
 /* ---- the check ----------------------------------------------------- */

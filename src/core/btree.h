@@ -76,6 +76,7 @@ struct dl_btpool {
   struct bt_chunk *chunks;      /* every chunk, newest first */
   struct bt_chunk *bump;        /* the chunk handing out fresh nodes */
   size_t reserved;              /* nodes allocated in all */
+  uint64_t covered;             /* entries they are known to be enough for */
   size_t used;                  /* nodes in trees */
 };
 
@@ -105,8 +106,14 @@ struct dl_req *btree_at_or_after (const struct dl_btree *t, uint64_t off);
 struct dl_req *btree_next (const struct dl_req *u);
 struct dl_req *btree_prev (const struct dl_req *u);
 typedef bool bt_visit_fn (struct dl_req *v, void *arg);
+/* Calls fn on each entry overlapping [lo, hi), in key order; stops and
+ * returns true as soon as fn does.  _disjoint: the same, faster, for a
+ * tree whose non-empty entries never overlap one another.
+ */
 bool btree_overlaps (const struct dl_btree *t, uint64_t lo, uint64_t hi,
                      bt_visit_fn *fn, void *arg);
+bool btree_overlaps_disjoint (const struct dl_btree *t, uint64_t lo,
+                              uint64_t hi, bt_visit_fn *fn, void *arg);
 /* Asserts every invariant; returns the number of entries. */
 uint64_t btree_check (const struct dl_btree *t);
 

@@ -8,10 +8,11 @@
  *
  * The trees are also interval trees, so that hazard.c finds the queued
  * units a new request overlaps in the same structure, without a tree of
- * its own to keep up to date.  Both directions are searched as intervals:
- * queued writes do not overlap one another, but an empty one may sit
- * inside another, so the unit just before a range is not the only one
- * that can reach into it.
+ * its own to keep up to date.  Only the read queue needs that search:
+ * queued writes never overlap one another (hazard.c holds the later of
+ * two), so the last non-empty write before a range is the only one
+ * before it that can reach into it.  (Not simply the last one: an empty
+ * write may sit inside another.)
  *
  * The trees take their nodes from one pool, reserved by dl_insert for
  * every unit that may come to be queued (sortq_reserve), so that queueing
@@ -69,7 +70,9 @@ bool
 sortq_overlaps (struct dl_sched *s, enum dl_dir d, uint64_t lo, uint64_t hi,
                 dl_visit_fn *fn, void *arg)
 {
-  return btree_overlaps (&s->sort[d], lo, hi, fn, arg);
+  if (d == DL_READ)
+    return btree_overlaps (&s->sort[d], lo, hi, fn, arg);
+  return btree_overlaps_disjoint (&s->sort[d], lo, hi, fn, arg);
 }
 
 void
@@ -113,17 +116,22 @@ sortq_prev (struct dl_req *u)
 }
 
 /* dl_sched_check: the queue of direction d is a sound tree in key order
- * (btree_check) and holds only queued units of that direction.  Returns
- * how many units it holds.
+ * (btree_check) and holds only queued units of that direction, and no
+ * two non-empty queued writes overlap (what sortq_overlaps relies on).
+ * Returns how many units it holds.
  */
 uint64_t
 sortq_check (struct dl_sched *s, enum dl_dir d)
 {
   struct dl_req *u;
-  uint64_t n = btree_check (&s->sort[d]), walked = 0;
+  uint64_t n = btree_check (&s->sort[d]), walked = 0, reach = 0;
 
   for (u = btree_first (&s->sort[d]); u; u = btree_next (u)) {
     assert (u->state == DL_S_QUEUED && u->dir == d);
+    if (d == DL_WRITE && u->live_lo < u->live_hi) {
+      assert (u->live_lo >= reach);
+      reach = u->live_hi;
+    }
     walked++;
   }
   assert (walked == n);

@@ -3,7 +3,9 @@
  * grown ends and every lookup, each answer checked against a plain
  * sorted array, and the tree's own invariants (btree_check) checked as
  * it goes.  Two trees share one pool, as the two directions do, and the
- * pool is only ever reserved for what the trees hold next.
+ * pool is only ever reserved for what the trees hold next.  Every other
+ * seed keeps non-empty entries apart, as the write queue does, and
+ * checks btree_overlaps_disjoint against the same answers.
  *
  *   test-btree [SEED [OPS]]
  */
@@ -43,6 +45,10 @@ static struct dl_req reqs[2 * MAX_ENTRIES];
 static struct dl_req *spare[2 * MAX_ENTRIES];
 static size_t nspare;
 static uint64_t next_seq, align_mask, span;
+/* This run keeps non-empty entries from overlapping (as the write queue
+ * does), and checks btree_overlaps_disjoint too.
+ */
+static bool disjoint;
 
 static int
 key_cmp (const struct dl_req *a, const struct dl_req *b)
@@ -82,8 +88,19 @@ do_insert (struct pair *p)
    */
   u->unit_offset = below (4) == 0 ? below (16) * 512 : below (span);
   u->unit_length = below (8) == 0 ? 0 : 1 + below (64 * 1024);
+  if (u->unit_length == 0 && p->n && below (2)) {
+    /* An empty one inside another (only empty ones may be, if disjoint). */
+    const struct dl_req *in = p->ref[below (p->n)];
+    u->unit_offset = in->unit_offset + below (in->unit_length + 1);
+  }
   u->seq = (below (1u << 20) << 24) | next_seq++;
   set_hi (u);
+  if (disjoint && live_lo (u) < u->live_hi)
+    for (i = 0; i < p->n; i++)
+      if (live_lo (p->ref[i]) < u->live_hi && p->ref[i]->live_hi > live_lo (u)) {
+        spare[nspare++] = u;
+        return;
+      }
   btree_insert (&p->t, u);
   for (i = p->n; i > 0 && key_cmp (p->ref[i - 1], u) > 0; i--)
     p->ref[i] = p->ref[i - 1];
@@ -111,6 +128,8 @@ do_grow (struct pair *p)
   if (p->n == 0)
     return;
   u = p->ref[below (p->n)];
+  if (disjoint)
+    return;                     /* growing could make it overlap */
   u->unit_length += 1 + below (256 * 1024);
   set_hi (u);
   btree_grown (u);
@@ -160,7 +179,13 @@ check_lookups (struct pair *p)
     CHECK (btree_prev (p->ref[i]) == (i > 0 ? p->ref[i - 1] : NULL));
   }
 
-  /* The overlaps of [lo, hi), in order, and the early stop. */
+  /* The overlaps of [lo, hi), in order, and the early stop; mostly
+   * ranges starting near an entry, often inside it.
+   */
+  if (p->n && below (4) != 0) {
+    lo = p->ref[below (p->n)]->unit_offset + below (64 * 1024);
+    hi = lo + below (4) * below (16 * 1024);
+  }
   if (below (4) == 0) {
     lo &= ~align_mask;
     hi = (hi + align_mask) & ~align_mask;
@@ -182,6 +207,15 @@ check_lookups (struct pair *p)
     CHECK_EQ (got.n, got.stop_at);
   for (i = 0; i < got.n && i < want.n; i++)
     CHECK (got.seen[i] == want.seen[i]);
+
+  if (disjoint) {
+    got.n = 0;
+    stopped = btree_overlaps_disjoint (&p->t, lo, hi, visit, &got);
+    CHECK (stopped == want_stop);
+    CHECK_EQ (got.n, want_stop ? got.stop_at : want.n);
+    for (i = 0; i < got.n && i < want.n; i++)
+      CHECK (got.seen[i] == want.seen[i]);
+  }
 }
 
 /* The tree's height: the test must reach inner nodes above inner nodes. */
@@ -239,8 +273,9 @@ run (uint64_t seed, uint64_t ops)
   int d;
 
   rng_state = seed * 0x9E3779B97F4A7C15ULL + 1;
+  disjoint = seed % 2 == 0;
   align_mask = below (2) ? 0 : 4095;
-  span = below (2) ? 1u << 20 : 1ull << 40;
+  span = below (2) && !disjoint ? 1u << 20 : 1ull << 40;
   max_height = 0;
   btpool_init (&pool_);
   for (d = 0; d < 2; d++) {

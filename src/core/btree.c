@@ -644,6 +644,50 @@ btree_at_or_after (const struct dl_btree *t, uint64_t off)
   return l->next ? l->next->req[0] : NULL;
 }
 
+void
+btree_neighbours (const struct dl_btree *t, uint64_t off, uint64_t end,
+                  struct dl_req **before, struct dl_req **after)
+{
+  struct bt_head *h = t->root;
+  const struct dl_bt_leaf *l, *bl;
+  uint32_t j;
+
+  *before = *after = NULL;
+  if (h == NULL)
+    return;
+  while (!h->leaf) {
+    struct bt_inner *in = as_inner (h);
+    h = in->child[route_off (in, off)];
+  }
+  l = as_leaf (h);
+  for (j = 0; j < l->h.n && l->off[j] < off; j++)
+    ;
+  /* The last entry before off, if its end reaches off at all. */
+  bl = j > 0 ? l : l->prev;
+  if (bl) {
+    uint32_t bj = j > 0 ? j - 1 : bl->h.n - 1;
+    if (bl->hi[bj] >= off)
+      *before = bl->req[bj];
+  }
+  /* The first entry at or after end, if it starts there: usually in this
+   * leaf or the next; else a search of its own.
+   */
+  for (; j < l->h.n && l->off[j] < end; j++)
+    ;
+  if (j == l->h.n && l->next && l->next->off[0] < end) {
+    struct dl_req *n = btree_at_or_after (t, end);
+    if (n && n->unit_offset == end)
+      *after = n;
+    return;
+  }
+  if (j == l->h.n) {
+    l = l->next;
+    j = 0;
+  }
+  if (l && l->off[j] == end)
+    *after = l->req[j];
+}
+
 struct dl_req *
 btree_next (const struct dl_req *u)
 {

@@ -103,6 +103,13 @@ void btree_grown (struct dl_req *u);
 struct dl_req *btree_first (const struct dl_btree *t);
 struct dl_req *btree_last (const struct dl_btree *t);
 struct dl_req *btree_at_or_after (const struct dl_btree *t, uint64_t off);
+/* The candidates for a merge with a range [off, end) (end >= off), from
+ * the leaves' keys alone: *before the last entry starting before off if
+ * its end reaches off, *after the first entry at or after end if it
+ * starts there; NULL otherwise.
+ */
+void btree_neighbours (const struct dl_btree *t, uint64_t off, uint64_t end,
+                       struct dl_req **before, struct dl_req **after);
 struct dl_req *btree_next (const struct dl_req *u);
 struct dl_req *btree_prev (const struct dl_req *u);
 typedef bool bt_visit_fn (struct dl_req *v, void *arg);

@@ -259,6 +259,9 @@ struct dl_req *sortq_at_or_after (struct dl_sched *s, enum dl_dir d,
                                   uint64_t off);
 struct dl_req *sortq_last_before (struct dl_sched *s, enum dl_dir d,
                                   uint64_t off);
+void sortq_neighbours (struct dl_sched *s, enum dl_dir d, uint64_t off,
+                       uint64_t end, struct dl_req **before,
+                       struct dl_req **after);
 struct dl_req *sortq_next (struct dl_req *u);
 struct dl_req *sortq_prev (struct dl_req *u);
 void sortq_grown (struct dl_req *u);

@@ -103,6 +103,18 @@ sortq_last_before (struct dl_sched *s, enum dl_dir d, uint64_t off)
   return n ? btree_prev (n) : btree_last (&s->sort[d]);
 }
 
+/* The merge candidates of [off, end) in the queue of direction d: the
+ * unit just before off if it may end at off, the first unit at or after
+ * end if it starts there (NULL where the queue's keys already say no),
+ * without reading the units the answer rules out.
+ */
+void
+sortq_neighbours (struct dl_sched *s, enum dl_dir d, uint64_t off,
+                  uint64_t end, struct dl_req **before, struct dl_req **after)
+{
+  btree_neighbours (&s->sort[d], off, end, before, after);
+}
+
 struct dl_req *
 sortq_next (struct dl_req *u)
 {

@@ -179,6 +179,33 @@ check_lookups (struct pair *p)
     CHECK (btree_prev (p->ref[i]) == (i > 0 ? p->ref[i - 1] : NULL));
   }
 
+  /* The merge candidates of [lo, hi): ends that meet exactly, often. */
+  {
+    struct dl_req *b, *a, *wb = NULL, *wa = NULL;
+    uint64_t mlo = off, mhi;
+
+    if (p->n && below (2)) {
+      const struct dl_req *x = p->ref[below (p->n)];
+      mlo = x->unit_offset + x->unit_length;
+    }
+    mhi = mlo + below (64 * 1024);
+    if (p->n && below (2))
+      mhi = p->ref[below (p->n)]->unit_offset;
+    if (mhi < mlo)
+      mhi = mlo;
+    for (i = 0; i < p->n && p->ref[i]->unit_offset < mlo; i++)
+      ;
+    if (i > 0 && p->ref[i - 1]->live_hi >= mlo)
+      wb = p->ref[i - 1];
+    for (; i < p->n && p->ref[i]->unit_offset < mhi; i++)
+      ;
+    if (i < p->n && p->ref[i]->unit_offset == mhi)
+      wa = p->ref[i];
+    btree_neighbours (&p->t, mlo, mhi, &b, &a);
+    CHECK (b == wb);
+    CHECK (a == wa);
+  }
+
   /* The overlaps of [lo, hi), in order, and the early stop; mostly
    * ranges starting near an entry, often inside it.
    */

@@ -257,8 +257,6 @@ void sortq_remove (struct dl_sched *s, struct dl_req *u);
 struct dl_req *sortq_first (struct dl_sched *s, enum dl_dir d);
 struct dl_req *sortq_at_or_after (struct dl_sched *s, enum dl_dir d,
                                   uint64_t off);
-struct dl_req *sortq_last_before (struct dl_sched *s, enum dl_dir d,
-                                  uint64_t off);
 void sortq_neighbours (struct dl_sched *s, enum dl_dir d, uint64_t off,
                        uint64_t end, struct dl_req **before,
                        struct dl_req **after);

@@ -94,15 +94,6 @@ sortq_at_or_after (struct dl_sched *s, enum dl_dir d, uint64_t off)
   return btree_at_or_after (&s->sort[d], off);
 }
 
-/* The highest unit starting strictly before off. */
-struct dl_req *
-sortq_last_before (struct dl_sched *s, enum dl_dir d, uint64_t off)
-{
-  struct dl_req *n = btree_at_or_after (&s->sort[d], off);
-
-  return n ? btree_prev (n) : btree_last (&s->sort[d]);
-}
-
 /* The merge candidates of [off, end) in the queue of direction d: the
  * unit just before off if it may end at off, the first unit at or after
  * end if it starts there (NULL where the queue's keys already say no),

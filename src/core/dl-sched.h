@@ -13,7 +13,8 @@
  *   dl_insert()    the caller fills offset/length/op/flags/stream/priv of
  *                  a struct dl_req that it owns and hands it in.  The
  *                  core may merge it into a queued unit, hold it behind an
- *                  overlapping earlier request (hazard), or queue it.
+ *                  overlapping earlier request (hazard), or queue it; or
+ *                  refuse it (-ENOMEM) when it has no room to queue it.
  *   dl_dispatch()  when the device has a free slot, the caller asks for
  *                  the next unit to issue.  A unit is one dl_req (its
  *                  head) with zero or more merged members behind it,

@@ -51,7 +51,7 @@ nodes_for (uint64_t entries)
 {
   uint64_t levels = 2, reach = BT_MIN;
 
-  while (reach < entries) {
+  while (reach < entries && reach <= UINT64_MAX / BT_MIN) {
     reach *= BT_MIN;
     levels++;
   }

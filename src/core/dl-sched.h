@@ -13,7 +13,8 @@
  *   dl_insert()    the caller fills offset/length/op/flags/stream/priv of
  *                  a struct dl_req that it owns and hands it in.  The
  *                  core may merge it into a queued unit, hold it behind an
- *                  overlapping earlier request (hazard), or queue it.
+ *                  overlapping earlier request (hazard), or queue it; or
+ *                  refuse it (-ENOMEM) when it has no room to queue it.
  *   dl_dispatch()  when the device has a free slot, the caller asks for
  *                  the next unit to issue.  A unit is one dl_req (its
  *                  head) with zero or more merged members behind it,
@@ -260,16 +261,15 @@ struct dl_stats {
   DL_STATS_GAUGES (DL_STATS_FIELD_, DL_STATS_FIELD2_)
 };
 
+struct dl_bt_leaf;
+
 /* A request.  The caller owns the memory and fills the first block;
  * everything else belongs to the core from dl_insert() until the unit
  * holding it has been dl_complete()d.
  */
 struct dl_req {
-  /* Private to the core, first: a search of a sorted queue reads only
-   * these 64 bytes of each node it passes, one cache line when the
-   * request is so aligned, which matters with 100k requests queued.
-   */
-  RB_ENTRY(dl_req) sort_node;   /* sortq.c */
+  /* Private to the core. */
+  struct dl_bt_leaf *sort_leaf; /* btree.c: the leaf holding it, if queued */
   uint64_t seq;                 /* unit: lowest arrival sequence of its members */
   uint64_t live_lo;             /* unit: extent rounded out to the alignment */
   uint64_t live_max_hi;         /* interval tree augmentation */
@@ -377,7 +377,10 @@ void dl_sched_stats (const struct dl_sched *s, struct dl_stats *st);
  */
 void dl_sched_set_depth (struct dl_sched *s, uint32_t depth);
 
-void dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns);
+/* Returns 0, or -ENOMEM when the core has no room to queue r (r is
+ * then not the core's: the caller fails it).
+ */
+int dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns);
 struct dl_req *dl_dispatch (struct dl_sched *s, uint64_t now_ns);
 void dl_complete (struct dl_sched *s, struct dl_req *unit, uint64_t now_ns);
 

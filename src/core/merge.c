@@ -99,11 +99,9 @@ merge_into_queue (struct dl_sched *s, struct dl_req *r)
     return false;
 
   /* One lookup finds both candidates: the unit before r may end where r
-   * starts, the first unit at or after r may start where r ends (unless
-   * a read overlapping r starts in between: then look again).
+   * starts, the first unit at or after r's end may start there.
    */
-  n = sortq_at_or_after (s, r->dir, r->unit_offset);
-  u = n ? sortq_prev (n) : sortq_last_before (s, r->dir, UINT64_MAX);
+  sortq_neighbours (s, r->dir, r->unit_offset, dl_end (r), &u, &n);
   if (u && dl_end (u) == r->unit_offset && mergeable (s, u, r)) {
     if (u->unit_arrival_ns <= r->unit_arrival_ns && u->seq < r->seq) {
       /* The usual case: the unit's keys do not change, only its end
@@ -127,8 +125,6 @@ merge_into_queue (struct dl_sched *s, struct dl_req *r)
   if (!s->t.front_merges)
     return false;
   u = n;
-  if (u && u->unit_offset < dl_end (r))
-    u = sortq_at_or_after (s, r->dir, dl_end (r));
   if (u && u->unit_offset == dl_end (r) && mergeable (s, r, u)) {
     /* The request becomes the head: members stay in offset order. */
     unit_unlink (s, u);

@@ -6,6 +6,7 @@
 #define NBD_DEADLINE_SCHED_INTERNAL_H
 
 #include "dl-sched.h"
+#include "btree.h"
 
 /* tree.h marks its static functions with the BSD spelling. */
 #ifndef __unused
@@ -34,7 +35,6 @@ enum dl_state {
  */
 #define DL_READER_RECENT_NS (100 * 1000000ULL)
 
-RB_HEAD (dl_sortq, dl_req);
 RB_HEAD (dl_busy, dl_req);
 RB_HEAD (dl_late, dl_req);
 TAILQ_HEAD (dl_list, dl_req);
@@ -44,7 +44,8 @@ struct dl_sched {
   uint32_t align;
   uint64_t next_seq;
 
-  struct dl_sortq sort[2];      /* sortq.c: queued units by offset */
+  struct dl_btree sort[2];      /* sortq.c: queued units by offset */
+  struct dl_btpool sort_pool;   /* ... their nodes */
   struct dl_list fifo[2];       /* fifo.c: queued units by arrival */
   struct dl_late late[2];       /* fifo.c: ... those queued out of order */
   struct dl_busy busy;          /* hazard.c: units held or in flight */
@@ -169,12 +170,13 @@ dl_reader_recent (const struct dl_sched *s, uint64_t now)
     now <= s->last_preempting_ns + DL_READER_RECENT_NS;
 }
 
-/* Interval trees.  The sorted queues (sortq.c) and the busy tree
- * (hazard.c) both keep, in each node, the highest rounded-out end in its
- * subtree (live_max_hi), so that the units overlapping a range are found
- * in O(log n + k).  Both are ordered by offset, which orders live_lo too.
- * DL_INTERVAL_TREE(name, field) defines, for the tree whose links are
- * `field`, name_augment (tree.h's RB_AUGMENT hook) and name_overlaps_at.
+/* Interval trees.  The busy tree (hazard.c) keeps, in each node, the
+ * highest rounded-out end in its subtree (live_max_hi), so that the units
+ * overlapping a range are found in O(log n + k); the sorted queues keep
+ * the same in their B+trees (btree.c).  Both are ordered by offset, which
+ * orders live_lo too.  DL_INTERVAL_TREE(name, field) defines, for the
+ * red-black tree whose links are `field`, name_augment (tree.h's
+ * RB_AUGMENT hook) and name_overlaps_at.
  */
 typedef bool dl_visit_fn (struct dl_req *v, void *arg);
 
@@ -231,6 +233,7 @@ typedef bool dl_visit_fn (struct dl_req *v, void *arg);
  *   tunable.c, hist.c   the tunables and the histograms (stand alone)
  *   autodepth.c         the device depth for callers that own it (stand
  *                       alone: the caller applies it, dl_sched_set_depth)
+ *   btree.c             the B+tree under the sorted queues (stand alone)
  *   sortq.c, fifo.c     the two queues of each direction
  *   unit.c              a unit into both queues, or out of both
  *   cost.c              what a batch has spent; the device head
@@ -246,13 +249,17 @@ typedef bool dl_visit_fn (struct dl_req *v, void *arg);
  */
 
 /* sortq.c */
+void sortq_init (struct dl_sched *s);
+void sortq_fini (struct dl_sched *s);
+int sortq_reserve (struct dl_sched *s, uint64_t units);
 void sortq_insert (struct dl_sched *s, struct dl_req *u);
 void sortq_remove (struct dl_sched *s, struct dl_req *u);
 struct dl_req *sortq_first (struct dl_sched *s, enum dl_dir d);
 struct dl_req *sortq_at_or_after (struct dl_sched *s, enum dl_dir d,
                                   uint64_t off);
-struct dl_req *sortq_last_before (struct dl_sched *s, enum dl_dir d,
-                                  uint64_t off);
+void sortq_neighbours (struct dl_sched *s, enum dl_dir d, uint64_t off,
+                       uint64_t end, struct dl_req **before,
+                       struct dl_req **after);
 struct dl_req *sortq_next (struct dl_req *u);
 struct dl_req *sortq_prev (struct dl_req *u);
 void sortq_grown (struct dl_req *u);
@@ -262,7 +269,7 @@ uint64_t sortq_check (struct dl_sched *s, enum dl_dir d);
 static inline bool
 sortq_empty (const struct dl_sched *s, enum dl_dir d)
 {
-  return RB_EMPTY (&s->sort[d]);
+  return s->sort[d].count == 0;
 }
 
 /* fifo.c */

@@ -31,8 +31,7 @@ dl_sched_new (const struct dl_tunables *t, uint32_t align)
   s->align = align;
   s->batch_dir = -1;
   s->slice.dir = -1;
-  RB_INIT (&s->sort[DL_READ]);
-  RB_INIT (&s->sort[DL_WRITE]);
+  sortq_init (s);
   TAILQ_INIT (&s->fifo[DL_READ]);
   TAILQ_INIT (&s->fifo[DL_WRITE]);
   RB_INIT (&s->late[DL_READ]);
@@ -48,6 +47,7 @@ dl_sched_free (struct dl_sched *s)
 {
   if (s == NULL)
     return;
+  sortq_fini (s);
   free (s->scratch);
   free (s);
 }
@@ -96,9 +96,18 @@ dl_sched_stats (const struct dl_sched *s, struct dl_stats *st)
   *st = s->st;
 }
 
-void
+int
 dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns)
 {
+  /* Every unit that is or may come back to the sorted queues, and r:
+   * room for them now, so that no later step can fail for want of it
+   * (inflight units never return to the queues).
+   */
+  if (r->op != DL_OP_FLUSH &&
+      sortq_reserve (s, s->st.queued[DL_READ] + s->st.queued[DL_WRITE] +
+                     s->st.held + s->batch_n + 1) != 0)
+    return -ENOMEM;
+
   r->arrival_ns = now_ns;
   r->unit_arrival_ns = now_ns;
   r->unit_offset = r->offset;
@@ -115,7 +124,7 @@ dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns)
     r->unit_length = 0;
     s->st.flushes++;
     merge_flush (s, r);
-    return;
+    return 0;
   }
 
   s->st.inserted[r->dir]++;
@@ -132,6 +141,7 @@ dl_insert (struct dl_sched *s, struct dl_req *r, uint64_t now_ns)
     hazard_hold (s, r);
   else
     merge_or_queue (s, r);
+  return 0;
 }
 
 void

@@ -1,56 +1,57 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* nbd-deadline: the sorted queues (rule: "sort_list").
  *
- * One red-black tree per direction holds the queued units ordered by
+ * One B+tree per direction (btree.c) holds the queued units ordered by
  * offset, so that a batch can walk the disk in one direction and a merge
  * candidate is found in O(log n).  Ties (reads may overlap) are broken
  * by arrival sequence, which keeps the key unique.
  *
- * The trees are also interval trees (see DL_INTERVAL_TREE), so that
- * hazard.c finds the queued units a new request overlaps in the same
- * structure, without a tree of its own to keep up to date.
+ * The trees are also interval trees, so that hazard.c finds the queued
+ * units a new request overlaps in the same structure, without a tree of
+ * its own to keep up to date.  Only the read queue needs that search:
+ * queued writes never overlap one another (hazard.c holds the later of
+ * two), so the last non-empty write before a range is the only one
+ * before it that can reach into it.  (Not simply the last one: an empty
+ * write may sit inside another.)
+ *
+ * The trees take their nodes from one pool, reserved by dl_insert for
+ * every unit that may come to be queued (sortq_reserve), so that queueing
+ * a unit never fails, wherever it happens.
  */
 #include <config.h>
 
 #include <assert.h>
 
-struct dl_req;
-static void sortq_augment_reads (struct dl_req *n);
-#define RB_AUGMENT(x) sortq_augment_reads (x)
-
 #include "sched-internal.h"
 
-DL_INTERVAL_TREE (sortq, sort_node)
-
-/* Only the read queue needs the maxima: queued writes never overlap one
- * another (hazard.c holds the later of two), so a plain search finds the
- * writes that a range overlaps.
- */
-static void
-sortq_augment_reads (struct dl_req *n)
+void
+sortq_init (struct dl_sched *s)
 {
-  if (n && n->dir == DL_READ)
-    sortq_augment (n);
+  enum dl_dir d;
+
+  btpool_init (&s->sort_pool);
+  for (d = DL_READ; d <= DL_WRITE; d++)
+    btree_init (&s->sort[d], &s->sort_pool, (uint64_t) s->align - 1);
 }
 
-static int
-sortq_cmp (const struct dl_req *a, const struct dl_req *b)
+void
+sortq_fini (struct dl_sched *s)
 {
-  if (a->unit_offset != b->unit_offset)
-    return a->unit_offset < b->unit_offset ? -1 : 1;
-  if (a->seq != b->seq)
-    return a->seq < b->seq ? -1 : 1;
-  return 0;
+  btpool_fini (&s->sort_pool);
 }
 
-RB_GENERATE_STATIC (dl_sortq, dl_req, sort_node, sortq_cmp)
+/* Room for `units` units queued in both directions at once; -ENOMEM. */
+int
+sortq_reserve (struct dl_sched *s, uint64_t units)
+{
+  return btpool_reserve (&s->sort_pool, units);
+}
 
 void
 sortq_insert (struct dl_sched *s, struct dl_req *u)
 {
   dl_set_live (s, u);
-  u->live_max_hi = u->live_hi;
-  RB_INSERT (dl_sortq, &s->sort[u->dir], u);
+  btree_insert (&s->sort[u->dir], u);
 }
 
 /* A queued unit's end grew in place (a back merge): its key is the same,
@@ -59,100 +60,83 @@ sortq_insert (struct dl_sched *s, struct dl_req *u)
 void
 sortq_grown (struct dl_req *u)
 {
-  sortq_augment_reads (u);
+  btree_grown (u);
 }
 
-/* Calls fn on each queued unit of direction d overlapping [lo, hi);
- * stops and returns true as soon as fn does.
+/* Calls fn on each queued unit of direction d overlapping [lo, hi), in
+ * order; stops and returns true as soon as fn does.
  */
 bool
 sortq_overlaps (struct dl_sched *s, enum dl_dir d, uint64_t lo, uint64_t hi,
                 dl_visit_fn *fn, void *arg)
 {
-  struct dl_req *n, *p;
-
   if (d == DL_READ)
-    return sortq_overlaps_at (RB_ROOT (&s->sort[d]), lo, hi, fn, arg);
-
-  /* Writes are disjoint: at most one starts before lo and reaches it. */
-  n = sortq_at_or_after (s, d, lo);
-  p = n ? sortq_prev (n) : RB_MAX (dl_sortq, &s->sort[d]);
-  if (p && p->live_hi > lo && fn (p, arg))
-    return true;
-  for (; n && n->live_lo < hi; n = sortq_next (n))
-    if (n->live_hi > n->live_lo && fn (n, arg))
-      return true;
-  return false;
+    return btree_overlaps (&s->sort[d], lo, hi, fn, arg);
+  return btree_overlaps_disjoint (&s->sort[d], lo, hi, fn, arg);
 }
 
 void
 sortq_remove (struct dl_sched *s, struct dl_req *u)
 {
-  RB_REMOVE (dl_sortq, &s->sort[u->dir], u);
+  btree_remove (&s->sort[u->dir], u);
 }
 
 struct dl_req *
 sortq_first (struct dl_sched *s, enum dl_dir d)
 {
-  return RB_MIN (dl_sortq, &s->sort[d]);
+  return btree_first (&s->sort[d]);
 }
 
-/* The lowest unit starting at or after off.  (RB_NFIND would need a
- * whole dl_req as its key; this descent needs only the offset.)
- */
+/* The lowest unit starting at or after off. */
 struct dl_req *
 sortq_at_or_after (struct dl_sched *s, enum dl_dir d, uint64_t off)
 {
-  struct dl_req *n = RB_ROOT (&s->sort[d]), *best = NULL;
-
-  while (n) {
-    if (n->unit_offset >= off) {
-      best = n;
-      n = RB_LEFT (n, sort_node);
-    }
-    else
-      n = RB_RIGHT (n, sort_node);
-  }
-  return best;
+  return btree_at_or_after (&s->sort[d], off);
 }
 
-/* The highest unit starting strictly before off. */
-struct dl_req *
-sortq_last_before (struct dl_sched *s, enum dl_dir d, uint64_t off)
+/* The merge candidates of [off, end) in the queue of direction d: the
+ * unit just before off if it may end at off, the first unit at or after
+ * end if it starts there (NULL where the queue's keys already say no),
+ * without reading the units the answer rules out.
+ */
+void
+sortq_neighbours (struct dl_sched *s, enum dl_dir d, uint64_t off,
+                  uint64_t end, struct dl_req **before, struct dl_req **after)
 {
-  struct dl_req *n = sortq_at_or_after (s, d, off);
-
-  return n ? RB_PREV (dl_sortq, &s->sort[d], n) : RB_MAX (dl_sortq, &s->sort[d]);
+  btree_neighbours (&s->sort[d], off, end, before, after);
 }
 
 struct dl_req *
 sortq_next (struct dl_req *u)
 {
-  return RB_NEXT (dl_sortq, NULL, u);
+  return btree_next (u);
 }
 
 struct dl_req *
 sortq_prev (struct dl_req *u)
 {
-  return RB_PREV (dl_sortq, NULL, u);
+  return btree_prev (u);
 }
 
-/* dl_sched_check: the queue of direction d is in key order, holds only
- * queued units of that direction, and each node's maximum covers its
- * extent.  Returns how many units it holds.
+/* dl_sched_check: the queue of direction d is a sound tree in key order
+ * (btree_check) and holds only queued units of that direction, and no
+ * two non-empty queued writes overlap (what sortq_overlaps relies on).
+ * Returns how many units it holds.
  */
 uint64_t
 sortq_check (struct dl_sched *s, enum dl_dir d)
 {
-  struct dl_req *u, *prev = NULL;
-  uint64_t n = 0;
+  struct dl_req *u;
+  uint64_t n = btree_check (&s->sort[d]), walked = 0, reach = 0;
 
-  RB_FOREACH (u, dl_sortq, &s->sort[d]) {
+  for (u = btree_first (&s->sort[d]); u; u = btree_next (u)) {
     assert (u->state == DL_S_QUEUED && u->dir == d);
-    assert (prev == NULL || sortq_cmp (prev, u) < 0);
-    assert (d != DL_READ || u->live_max_hi >= u->live_hi);
-    prev = u;
-    n++;
+    if (d == DL_WRITE && u->live_lo < u->live_hi) {
+      assert (u->live_lo >= reach);
+      reach = u->live_hi;
+    }
+    walked++;
   }
+  assert (walked == n);
   return n;
 }

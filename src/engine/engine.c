@@ -568,7 +568,11 @@ insert_arrivals (struct engine *e, struct engine_req *in, bool stopping)
       complete_req (e, r, now);
       continue;
     }
-    dl_insert (e->sched, &r->dl, now);
+    if (dl_insert (e->sched, &r->dl, now) != 0) {
+      r->result = -ENOMEM;      /* the core has no room for it */
+      complete_req (e, r, now);
+      continue;
+    }
     if (modifies (r->op))
       racache_taken (&e->ra); /* the core holds it: ahead.c sees it */
   }
@@ -794,7 +798,14 @@ submit_shared (struct engine *e, struct engine_req *r, int *result)
   __atomic_add_fetch (&e->submitted, 1, __ATOMIC_RELAXED);
   now = r->t_submit;
   r->t_insert = now;
-  dl_insert (e->sched, &r->dl, now);
+  if (dl_insert (e->sched, &r->dl, now) != 0) {
+    /* The core has no room for it: it fails here, as in the loop. */
+    r->result = -ENOMEM;
+    complete_req (e, r, now);
+    pthread_mutex_unlock (&e->sched_lock);
+    *result = -ENOMEM;
+    return true;
+  }
   if (modifies (r->op))
     racache_taken (&e->ra);
   dispatch_free_slots (e, now, false, r);

@@ -116,5 +116,29 @@ main (void)
   dl_complete (s, b, now);
   finish (s);
 
+  /* An empty write inside a queued write hides it from no later write:
+   * the queued write still holds one that overlaps it, though the empty
+   * one is the unit just before the later one's start.
+   */
+  s = mksched_default ();
+  a = ins (s, DL_OP_WRITE, 0, 8 * KiB);
+  b = ins (s, DL_OP_WRITE, 4 * KiB, 0);
+  CHECK_EQ (stats (s).held, 0);             /* empty: overlaps nothing */
+  c = ins (s, DL_OP_WRITE, 6 * KiB, 1 * KiB);
+  CHECK_EQ (stats (s).held, 1);
+  u1 = dl_dispatch (s, now);
+  u2 = dl_dispatch (s, now);
+  CHECK (u1 == a && u2 == b);
+  CHECK (dl_dispatch (s, now) == NULL);     /* c waits for a */
+  if (u2)
+    dl_complete (s, u2, now);
+  if (u1)
+    dl_complete (s, u1, now);
+  u1 = dl_dispatch (s, now);
+  CHECK (u1 == c);
+  if (u1)
+    dl_complete (s, u1, now);
+  finish (s);
+
   return test_result ("hazard");
 }

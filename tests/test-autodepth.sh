@@ -95,7 +95,11 @@ if make_slow_device "$tmpdir/par" --filter=delay memory 256M rdelay=2ms wdelay=2
         echo "1: parallel device: $n samples, $above above 2, max $max, last $last"
         [ "$n" -ge 10 ] || fail "parallel: only $n samples"
         [ "$last" -ge 8 ] || fail "parallel: the depth ended at $last, not 8 or more"
-        [ $((above * 4)) -ge $((n * 3)) ] ||
+        # Soon, too (3 of 4 samples above 2), but not under the
+        # sanitizers, whose filter is several times slower per request:
+        # each epoch of the climb takes longer there, and only how far
+        # it climbs is judged.
+        [ -n "${SANITIZER_PRELOAD:-}" ] || [ $((above * 4)) -ge $((n * 3)) ] ||
             fail "parallel: above 2 in only $above of $n samples"
     else
         fail "parallel: the load did not run"

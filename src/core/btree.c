@@ -105,11 +105,17 @@ node_alloc (struct dl_btpool *p)
 {
   union bt_node *x = p->free;
 
-  assert (p->used < p->reserved);   /* the caller reserved (btpool_reserve) */
+  /* The caller reserved (btpool_reserve): past the reservation a node
+   * would come from beyond the chunk, so stop rather than corrupt the
+   * queues, in a build without assertions too.
+   */
+  if (p->used >= p->reserved)
+    abort ();
   if (x)
     p->free = x->next_free;
   else {
-    assert (p->bump && p->bump->used < p->bump->n);
+    if (!p->bump || p->bump->used >= p->bump->n)
+      abort ();
     x = &p->bump->nodes[p->bump->used++];
   }
   p->used++;

@@ -45,6 +45,8 @@
  *   slice.c   beyond the seed, off by default: beside a dependent
  *             reader, the device's time in read and write slices
  *   hazard.c  overlapping requests never pass each other
+ *   classes.c beyond the seed: priority classes (rt, be, idle), one
+ *             scheduler each, over one device (the dl_classes API below)
  *   tunable.c every tunable, validated; duration and size parsers
  *   hist.c    a latency histogram for callers
  *   autodepth.c  the device depth from measured completion rates, for
@@ -71,6 +73,16 @@ enum dl_op {
   DL_OP_TRIM,                   /* a write that discards */
   DL_OP_ZERO,                   /* a write of zeroes without data */
   DL_OP_FLUSH,                  /* no range: make completed writes durable */
+};
+
+/* Priority classes (classes.c).  0 is the default, so that a caller
+ * that knows nothing of classes (memset to 0) gets best effort.
+ */
+enum dl_prio {
+  DL_PRIO_BE = 0,               /* best effort: the default */
+  DL_PRIO_RT,                   /* real time: before BE, BE ages */
+  DL_PRIO_IDLE,                 /* only when RT and BE have been quiet */
+  DL_NPRIO,
 };
 
 /* Request flags.  Requests merge only when op and flags are equal. */
@@ -171,6 +183,14 @@ enum dl_policy {
      "... but no slices while this many write requests wait or are at " \
      "the device: the client's request slots would all be the writes' " \
      "(slice.c); 0 = no such limit")                                      \
+  X (prio_aging_ns, "prio_aging", DURATION, 10 * DL_SEC,                  \
+     1, DL_MAX_EXPIRE, "must be more than 0 and at most 1h",              \
+     "a be or idle request waiting this long goes before the classes "   \
+     "above it (classes.c); 10 s is mq-deadline's prio_aging_expire")     \
+  X (idle_grace_ns, "idle_grace", DURATION, 100 * DL_MS,                  \
+     0, DL_SEC * 60, "must be at most 1min",                              \
+     "idle requests go to the device only when no rt or be request has "  \
+     "arrived for this long and none is at the device (classes.c)")       \
   /* end of DL_TUNABLES */
 
 #define DL_TUNABLE_TYPE_POLICY enum dl_policy
@@ -234,6 +254,12 @@ struct dl_tunables {
      "pieces kept back for a dependent reader's next read (piece.c)")     \
   X2 (slices, "read_slices_total", "write_slices_total",                  \
       "time slices started beside a dependent reader (slice.c)")          \
+  X (prio_aged, "prio_aged_total",                                        \
+     "be or idle units sent before a higher class's because they aged "   \
+     "(classes.c)")                                                       \
+  X (class_holds, "class_holds_total",                                    \
+     "requests held behind an overlapping one of another class "          \
+     "(classes.c)")                                                       \
   /* end of DL_STATS_EVENTS */
 
 /* Gauges: what is there now, not how often it happened. */
@@ -295,6 +321,7 @@ struct dl_req {
   uint32_t flags;
   uint64_t stream;              /* who sent it (e.g. connection); 0 = unknown */
   void *priv;                   /* the caller's */
+  uint8_t prio;                 /* enum dl_prio (dl_classes only) */
 
   /* Private to the core. */
   uint64_t live_hi;
@@ -412,6 +439,50 @@ uint64_t dl_next_timer (const struct dl_sched *s, uint64_t now_ns);
  * or is expected back, for at most piece_wait (piece.c).
  */
 uint64_t dl_piece_wait (struct dl_sched *s, uint64_t paused_ns, uint64_t now_ns);
+
+/* Priority classes over one device (classes.c): one scheduler per
+ * class (dl_sched, each with every rule above), and the rules between
+ * them.  The same life of a request (insert, dispatch, complete) and
+ * the same contract as dl_sched's; each request goes to its r->prio.
+ * With every request in BE the order is exactly dl_sched's.
+ *
+ *   RT first:  RT units go before BE, BE before IDLE; while RT has work,
+ *              the lower classes keep at most half the depth; while a
+ *              class's dependent reader is expected back (anticipation),
+ *              no lower class starts a unit.
+ *   aging:     a BE or IDLE unit that has waited prio_aging goes first.
+ *   IDLE:      only once no RT or BE request has arrived for idle_grace
+ *              and none is at the device.
+ *   hazards:   a request overlapping a conflicting one of another class
+ *              waits until it completes, as within a class.
+ */
+struct dl_classes;
+struct dl_classes *dl_classes_new (const struct dl_tunables *t, uint32_t align);
+void dl_classes_free (struct dl_classes *c);
+int dl_classes_set_tunables (struct dl_classes *c, const struct dl_tunables *t,
+                             char *err, size_t errlen);
+void dl_classes_get_tunables (const struct dl_classes *c, struct dl_tunables *t);
+void dl_classes_set_depth (struct dl_classes *c, uint32_t depth);
+int dl_classes_insert (struct dl_classes *c, struct dl_req *r, uint64_t now_ns);
+struct dl_req *dl_classes_dispatch (struct dl_classes *c, uint64_t now_ns);
+void dl_classes_complete (struct dl_classes *c, struct dl_req *unit,
+                          uint64_t now_ns);
+uint64_t dl_classes_waiting (const struct dl_classes *c);
+uint64_t dl_classes_inflight (const struct dl_classes *c);
+struct dl_req *dl_classes_drain (struct dl_classes *c);
+uint64_t dl_classes_next_timer (const struct dl_classes *c, uint64_t now_ns);
+uint64_t dl_classes_piece_wait (struct dl_classes *c, uint64_t paused_ns,
+                                uint64_t now_ns);
+/* All classes together (counters summed; the device's learned figures
+ * from the class that has sent it most); or one class's own.
+ */
+void dl_classes_stats (const struct dl_classes *c, struct dl_stats *st);
+void dl_classes_class_stats (const struct dl_classes *c, enum dl_prio p,
+                             struct dl_stats *st);
+void dl_classes_check (const struct dl_classes *c);
+/* "rt", "be", "idle": 0, or -EINVAL. */
+int dl_parse_prio (const char *s, enum dl_prio *p);
+const char *dl_prio_name (enum dl_prio p);
 
 /* Latency histogram: log-linear buckets (8 per power of two), so a
  * percentile is within 12.5%.  Zero-initialise before use.

@@ -90,6 +90,28 @@ hazard_blocked (struct dl_sched *s, struct dl_req *u)
 }
 
 static bool
+crosses (struct dl_req *v, void *arg)
+{
+  return conflict (arg, v);
+}
+
+/* Does u (its live range set) overlap a conflicting unit not yet
+ * completed here, whatever its age?  (classes.c: u is of another class,
+ * so every unit here came before it.)
+ */
+bool
+hazard_conflicts (struct dl_sched *s, struct dl_req *u)
+{
+  uint64_t lo = u->live_lo, hi = u->live_hi;
+
+  if (lo >= hi)
+    return false;
+  return busy_overlaps_at (RB_ROOT (&s->busy), lo, hi, crosses, u) ||
+    sortq_overlaps (s, DL_WRITE, lo, hi, crosses, u) ||
+    (u->dir == DL_WRITE && sortq_overlaps (s, DL_READ, lo, hi, crosses, u));
+}
+
+static bool
 is_write (struct dl_req *v, void *arg)
 {
   (void) arg;

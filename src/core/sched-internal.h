@@ -246,6 +246,7 @@ typedef bool dl_visit_fn (struct dl_req *v, void *arg);
  *   slice.c             time slices beside a dependent reader
  *   select.c            the choice of the next unit
  *   sched.c             the public API (dl-sched.h)
+ *   classes.c           priority classes: one dl_sched per class
  */
 
 /* sortq.c */
@@ -315,6 +316,7 @@ void hazard_hold (struct dl_sched *s, struct dl_req *u);
 void hazard_release (struct dl_sched *s, struct dl_req *done);
 void hazard_check (struct dl_sched *s);
 bool hazard_write_overlaps (struct dl_sched *s, uint64_t lo, uint64_t hi);
+bool hazard_conflicts (struct dl_sched *s, struct dl_req *u);
 
 /* anticipate.c */
 void antic_read_arrived (struct dl_sched *s, struct dl_req *r, uint64_t now);

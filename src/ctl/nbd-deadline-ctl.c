@@ -59,6 +59,7 @@ usage (FILE *f)
 "  get [KEY...]                tunables\n"
 "  set KEY=VALUE...            change tunables (all or none)\n"
 "  scheduler deadline|noop|elevator\n"
+"  class EXPORT rt|be|idle     an export's priority class, from its next request\n"
 "  ping                        is the export there?\n"
 "  check-param KEY VALUE       validate a filter parameter (no socket)\n"
 "  check-backing PATH [ro]     can PATH be opened as a backing? (no socket)\n"
@@ -421,10 +422,26 @@ print_prometheus (const struct reply *r)
       }
       continue;                 /* the quantiles and sum went above */
     }
-    printf ("# TYPE nbd_deadline_%s %s\nnbd_deadline_%s{export=\"",
-            n, ends_with (n, "_total") ? "counter" : "gauge", n);
-    prom_label_value (inst);
-    printf ("\"} %s\n", v);
+    {
+      /* NAME{LABELS}: per class or per export; one TYPE line a name. */
+      const char *brace = strchr (n, '{');
+      int base = brace ? (int) (brace - n) : (int) strlen (n);
+      size_t k;
+
+      for (k = 0; k < i; ++k)
+        if (strncmp (r->kv[k].name, n, base) == 0 &&
+            (r->kv[k].name[base] == '{' || r->kv[k].name[base] == '\0'))
+          break;
+      if (k == i)
+        printf ("# TYPE nbd_deadline_%.*s %s\n", base, n,
+                ends_with (n, "_total") || (brace && strstr (n, "_total{")) ? "counter" : "gauge");
+      printf ("nbd_deadline_%.*s{export=\"", base, n);
+      prom_label_value (inst);
+      if (brace)
+        printf ("\",%.*s} %s\n", (int) strlen (brace + 1) - 1, brace + 1, v);
+      else
+        printf ("\"} %s\n", v);
+    }
   }
 }
 
@@ -742,7 +759,7 @@ main (int argc, char **argv)
     return cmd_top (argc, argv, f);
   }
   if (strcmp (cmd, "get") == 0 || strcmp (cmd, "set") == 0 ||
-      strcmp (cmd, "scheduler") == 0) {
+      strcmp (cmd, "scheduler") == 0 || strcmp (cmd, "class") == 0) {
     char line[1024];
     size_t n = 0;
     int i;
@@ -751,6 +768,12 @@ main (int argc, char **argv)
       die ("set: give KEY=VALUE...");
     if (strcmp (cmd, "scheduler") == 0 && argc != 2)
       die ("scheduler: give deadline, noop or elevator");
+    if (strcmp (cmd, "class") == 0) {
+      if (argc != 3)
+        die ("class: give EXPORT rt|be|idle");
+      if (argv[1][0] == '\0')
+        argv[1] = (char *) "\"\"";   /* the default export, as the socket spells it */
+    }
     for (i = 0; i < argc; ++i) {
       if (strpbrk (argv[i], " \n\r") != NULL || argv[i][0] == '\0')
         die ("'%s': arguments may not be empty or contain spaces", argv[i]);

@@ -14,6 +14,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -273,6 +274,58 @@ stats_latencies (struct client *cl, const struct engine_stats *st)
   hist_lines (cl, "read_device", &st->read_device);
 }
 
+/* An export name as a label value: the answer is one "name value" a
+ * line, so bytes that could break it (spaces, quotes, controls) are
+ * shown as '_'.
+ */
+static void
+label_value (char *dst, size_t len, const char *s)
+{
+  size_t i;
+
+  for (i = 0; s[i] && i + 1 < len; i++)
+    dst[i] = (isalnum ((unsigned char) s[i]) || strchr ("._-:/+@", s[i])) ? s[i] : '_';
+  dst[i] = '\0';
+}
+
+/* Per priority class (classes.c) and per export: labelled lines,
+ * NAME{LABEL="VALUE"} N, which nbd-deadline-ctl --prometheus keeps as
+ * labels.
+ */
+static void
+stats_classes (struct client *cl, struct engine *e, const struct engine_stats *st)
+{
+  struct engine_export_stats x;
+  uint32_t id;
+  int p;
+
+  for (p = 0; p < DL_NPRIO; p++) {
+    const struct dl_stats *s = &st->class_sched[p];
+    const struct dl_hist *h = &st->class_read[p];
+    const char *n = dl_prio_name ((enum dl_prio) p);
+
+    out (cl, "class_reads_total{class=\"%s\"} %" PRIu64 "\n", n, s->inserted[DL_READ]);
+    out (cl, "class_writes_total{class=\"%s\"} %" PRIu64 "\n", n, s->inserted[DL_WRITE]);
+    out (cl, "class_read_bytes_total{class=\"%s\"} %" PRIu64 "\n", n, s->dispatched_bytes[DL_READ]);
+    out (cl, "class_write_bytes_total{class=\"%s\"} %" PRIu64 "\n", n, s->dispatched_bytes[DL_WRITE]);
+    out (cl, "class_waiting{class=\"%s\"} %" PRIu64 "\n", n,
+         s->queued[DL_READ] + s->queued[DL_WRITE] + s->held + s->queued_flushes);
+    out (cl, "class_inflight{class=\"%s\"} %" PRIu64 "\n", n, s->inflight);
+    out (cl, "class_read_p50_us{class=\"%s\"} %.1f\n", n, dl_hist_percentile (h, 50) / 1e3);
+    out (cl, "class_read_p99_us{class=\"%s\"} %.1f\n", n, dl_hist_percentile (h, 99) / 1e3);
+  }
+  for (id = 0; engine_export_stats (e, id, &x) == 0; id++) {
+    char name[128];
+
+    label_value (name, sizeof name, x.name);
+    out (cl, "export_class{export_name=\"%s\",class=\"%s\"} 1\n", name, dl_prio_name (x.prio));
+    out (cl, "export_reads_total{export_name=\"%s\"} %" PRIu64 "\n", name, x.requests[DL_READ]);
+    out (cl, "export_writes_total{export_name=\"%s\"} %" PRIu64 "\n", name, x.requests[DL_WRITE]);
+    out (cl, "export_read_bytes_total{export_name=\"%s\"} %" PRIu64 "\n", name, x.bytes[DL_READ]);
+    out (cl, "export_write_bytes_total{export_name=\"%s\"} %" PRIu64 "\n", name, x.bytes[DL_WRITE]);
+  }
+}
+
 /* Rates over the last one to two seconds (two samples back). */
 static void
 stats_rates (struct client *cl, const struct engine_stats *st, uint64_t now)
@@ -309,6 +362,7 @@ cmd_stats (struct client *cl)
   stats_counters (cl, &st);
   stats_latencies (cl, &st);
   stats_rates (cl, &st, now);
+  stats_classes (cl, cl->c->e, &st);
 }
 
 static void
@@ -424,6 +478,35 @@ cmd_set (struct client *cl, char **argv, int argc)
     tunable_line (cl, &t, keys[i]);
 }
 
+/* class EXPORT CLASS: the export's next requests go to that class. */
+static void
+cmd_class (struct client *cl, char **argv, int argc)
+{
+  enum dl_prio p;
+  int r;
+
+  if (argc != 3) {
+    error_reply (cl, "class: give EXPORT CLASS (rt, be or idle; \"\" for the default export)");
+    return;
+  }
+  if (strcmp (argv[1], "\"\"") == 0)
+    argv[1] = (char *) "";
+  if (dl_parse_prio (argv[2], &p) != 0) {
+    error_reply (cl, "class: '%s' is not rt, be or idle", argv[2]);
+    return;
+  }
+  r = engine_set_export_class (cl->c->e, argv[1], p);
+  if (r == -ENOENT) {
+    error_reply (cl, "class: no export '%s' has been opened (stats lists them)", argv[1]);
+    return;
+  }
+  if (r != 0) {
+    error_reply (cl, "class: %s", strerror (-r));
+    return;
+  }
+  out (cl, "ok\nexport_class %s\n", dl_prio_name (p));
+}
+
 static void
 handle_line (struct client *cl, char *line)
 {
@@ -459,6 +542,8 @@ handle_line (struct client *cl, char *line)
     cmd_get (cl, argv, argc);
   else if (strcmp (argv[0], "set") == 0)
     cmd_set (cl, argv, argc);
+  else if (strcmp (argv[0], "class") == 0)
+    cmd_class (cl, argv, argc);
   else if (strcmp (argv[0], "scheduler") == 0) {
     char kv[96];
     char *sv[3] = { "set", kv, NULL };
@@ -471,7 +556,7 @@ handle_line (struct client *cl, char *line)
     cmd_set (cl, sv, 2);
   }
   else
-    error_reply (cl, "unknown request '%s' (ping, stats, get, set, scheduler)",
+    error_reply (cl, "unknown request '%s' (ping, stats, get, set, scheduler, class)",
                  argv[0]);
 }
 

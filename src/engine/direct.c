@@ -641,7 +641,7 @@ piece_kept_back (struct xfer *x)
   if (x->piece == 0 || e->draining)
     return false;
   now = engine_now_ns ();
-  if (dl_piece_wait (e->sched, 0, now) == 0)
+  if (dl_classes_piece_wait (e->sched, 0, now) == 0)
     return false;
   x->paused_ns = now;
   x->next_free = e->paused;
@@ -749,7 +749,7 @@ direct_resume (struct engine *e, uint64_t now)
   uint64_t wake = 0, w;
 
   while ((x = *p) != NULL) {
-    w = e->draining ? 0 : dl_piece_wait (e->sched, x->paused_ns, now);
+    w = e->draining ? 0 : dl_classes_piece_wait (e->sched, x->paused_ns, now);
     if (w != 0) {
       if (wake == 0 || w < wake)
         wake = w;

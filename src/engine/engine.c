@@ -121,6 +121,7 @@ engine_alloc (const struct engine_params *p)
   pthread_mutexattr_settype (&a, PTHREAD_MUTEX_ADAPTIVE_NP);
   pthread_mutex_init (&e->lock, &a);
   pthread_mutex_init (&e->sched_lock, &a);
+  exports_init (&e->exports);
   pthread_mutexattr_destroy (&a);
   pthread_mutex_init (&e->stats_lock, NULL);
   pthread_mutex_init (&e->own_pool_lock, NULL);
@@ -196,10 +197,10 @@ engine_new (const struct engine_params *p, char *err, size_t errlen)
    * at once (depth) are kept.
    */
   bufpool_init (&e->own_pool, e->align, (uint64_t) p->depth * 131072 + (1u << 20));
-  e->sched = dl_sched_new (&p->tunables, e->align);
+  e->sched = dl_classes_new (&p->tunables, e->align);
   if (e->sched == NULL) {
     r = -errno;
-    snprintf (err, errlen, "dl_sched_new: %s", strerror (errno));
+    snprintf (err, errlen, "dl_classes_new: %s", strerror (errno));
     goto fail;
   }
   e->depth = p->depth;
@@ -208,7 +209,7 @@ engine_new (const struct engine_params *p, char *err, size_t errlen)
     e->depth = e->autodepth.depth;
   }
   e->st.depth = e->depth;
-  dl_sched_set_depth (e->sched, e->depth);
+  dl_classes_set_depth (e->sched, e->depth);
   return e;
 
  fail:
@@ -223,6 +224,18 @@ bool engine_is_blockdev (const struct engine *e) { return e->b.blockdev; }
 bool engine_readonly (const struct engine *e)
 {
   return e->p.dispatch == ENGINE_DIRECT && e->b.readonly;
+}
+
+/* The request's export's counters (exports.c). */
+static void
+count_export (struct engine *e, const struct engine_req *r, int dir)
+{
+  struct export_entry *x = exports_get (&e->exports, r->export_id);
+
+  if (x == NULL || r->op == DL_OP_FLUSH)
+    return;
+  __atomic_add_fetch (&x->requests[dir], 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch (&x->bytes[dir], r->length, __ATOMIC_RELAXED);
 }
 
 /* Wake the submitter of one request. */
@@ -241,7 +254,10 @@ complete_req (struct engine *e, struct engine_req *r, uint64_t now)
       dl_hist_add (&e->st.read_device, now - r->t_dispatch);
   }
   dl_hist_add (&e->st.total[dir], now - r->t_submit);
+  if (dir == DL_READ && r->prio < DL_NPRIO)
+    dl_hist_add (&e->st.class_read[r->prio], now - r->t_submit);
   pthread_mutex_unlock (&e->stats_lock);
+  count_export (e, r, dir);
   __atomic_sub_fetch (&e->outstanding, 1, __ATOMIC_RELAXED);
 
   if (r->done_cb) {
@@ -261,7 +277,7 @@ set_depth (struct engine *e, uint32_t depth)
   if (depth == e->depth)
     return;
   e->depth = depth;
-  dl_sched_set_depth (e->sched, depth);
+  dl_classes_set_depth (e->sched, depth);
   pthread_mutex_lock (&e->stats_lock);
   e->st.depth = depth;
   pthread_mutex_unlock (&e->stats_lock);
@@ -281,7 +297,7 @@ unit_done (struct engine *e, struct dl_req *unit, int result, bool per_member)
   e->inflight_bytes -= unit->op == DL_OP_FLUSH ? 0 : unit->unit_length;
   if (unit->op == DL_OP_FLUSH)
     e->flushes_inflight--;
-  dl_complete (e->sched, unit, now);
+  dl_classes_complete (e->sched, unit, now);
   DL_FOREACH_MEMBER (m, unit, tmp) {
     struct engine_req *r = req_of (m);
     if (!per_member)
@@ -381,7 +397,7 @@ static void
 reserve_ahead (struct engine *e, struct dl_req *unit)
 {
   struct engine_req *r = req_of (unit);
-  uint64_t lo = unit->unit_offset + unit->unit_length;
+  uint64_t lo = unit->unit_offset + unit->unit_length - r->sort_base;
   uint64_t hi = lo + unit->ra_length;
 
   r->ra.idx = -1;
@@ -434,9 +450,9 @@ dispatch_free_slots (struct engine *e, uint64_t now, bool on_loop,
 
   while (!e->draining && e->inflight < e->depth &&
          e->inflight_bytes < e->p.max_bytes &&
-         (unit = dl_dispatch (e->sched, now)) != NULL)
+         (unit = dl_classes_dispatch (e->sched, now)) != NULL)
     hand_out (e, unit, now, on_loop, self);
-  waiting = dl_waiting (e->sched);
+  waiting = dl_classes_waiting (e->sched);
   /* Is the depth what holds units back now?  Judged here, after the
    * device was given what it may hold, and not when a unit completes:
    * completions reaped together would see the slots of each other's
@@ -458,7 +474,7 @@ pump (struct engine *e)
 
   issue_handoffs (e);
   waiting = dispatch_free_slots (e, now, true, NULL);
-  dl_sched_stats (e->sched, &ss);
+  dl_classes_stats (e->sched, &ss);
 
   /* A flush covers only writes already completed, so it need not wait
    * for a slot behind writes in flight: it gets one beyond the depth.
@@ -466,7 +482,7 @@ pump (struct engine *e)
    */
   if (!e->draining && ss.queued_flushes > 0 &&
       e->flushes_inflight == 0) {
-    unit = dl_dispatch (e->sched, now);
+    unit = dl_classes_dispatch (e->sched, now);
     if (unit)
       hand_out (e, unit, now, true, NULL);
   }
@@ -475,7 +491,7 @@ pump (struct engine *e)
    * (e.g. a deadline expiring while it idles the device).
    */
   ev_timer_stop (e->loop, &e->sched_timer);
-  t = waiting ? dl_next_timer (e->sched, now) : 0;
+  t = waiting ? dl_classes_next_timer (e->sched, now) : 0;
   if (e->disp->resume) {
     uint64_t wake = e->disp->resume (e, now);
     if (wake != 0 && (t == 0 || wake < t))
@@ -568,7 +584,7 @@ insert_arrivals (struct engine *e, struct engine_req *in, bool stopping)
       complete_req (e, r, now);
       continue;
     }
-    if (dl_insert (e->sched, &r->dl, now) != 0) {
+    if (dl_classes_insert (e->sched, &r->dl, now) != 0) {
       r->result = -ENOMEM;      /* the core has no room for it */
       complete_req (e, r, now);
       continue;
@@ -587,7 +603,7 @@ drain_waiting (struct engine *e)
   struct dl_req *u;
 
   e->draining = true;
-  while ((u = dl_drain (e->sched)) != NULL)
+  while ((u = dl_classes_drain (e->sched)) != NULL)
     fail_unit (e, u, -ESHUTDOWN);
 }
 
@@ -607,7 +623,7 @@ on_wake (struct ev_loop *loop, ev_async *w, int revents)
   inbox_take (e, &b);
   if (b.tunables_pending) {
     char err[128];
-    dl_sched_set_tunables (e->sched, &b.tunables, err, sizeof err);
+    dl_classes_set_tunables (e->sched, &b.tunables, err, sizeof err);
   }
   /* Completions first: they free slots for what arrives. */
   for (r = b.done; r; r = next) {
@@ -745,7 +761,7 @@ static bool
 loop_needed (struct engine *e)
 {
   return e->handoff_head != NULL || e->draining || e->paused != NULL ||
-    (e->inflight < e->depth && dl_waiting (e->sched) > 0);
+    (e->inflight < e->depth && dl_classes_waiting (e->sched) > 0);
 }
 
 /* r was handed out to this thread (hand_out): do it, complete it, and
@@ -798,7 +814,7 @@ submit_shared (struct engine *e, struct engine_req *r, int *result)
   __atomic_add_fetch (&e->submitted, 1, __ATOMIC_RELAXED);
   now = r->t_submit;
   r->t_insert = now;
-  if (dl_insert (e->sched, &r->dl, now) != 0) {
+  if (dl_classes_insert (e->sched, &r->dl, now) != 0) {
     /* The core has no room for it: it fails here, as in the loop. */
     r->result = -ENOMEM;
     complete_req (e, r, now);
@@ -870,7 +886,7 @@ engine_set_tunables (struct engine *e, const struct dl_tunables *t,
   if (e->started)
     ev_async_send (e->loop, &e->wake);
   else
-    dl_sched_set_tunables (e->sched, t, err, errlen);
+    dl_classes_set_tunables (e->sched, t, err, errlen);
   return 0;
 }
 
@@ -918,13 +934,14 @@ engine_free (struct engine *e)
   if (e->loop)
     ev_loop_destroy (e->loop);
   if (e->sched)
-    dl_sched_free (e->sched);
+    dl_classes_free (e->sched);
   backing_close (&e->b);
   bufpool_destroy (&e->own_pool);
   pthread_mutex_destroy (&e->own_pool_lock);
   racache_destroy (&e->ra);
   pthread_mutex_destroy (&e->lock);
   pthread_mutex_destroy (&e->sched_lock);
+  exports_fini (&e->exports);
   pthread_mutex_destroy (&e->stats_lock);
   pthread_mutex_destroy (&e->wb_lock);
   pthread_cond_destroy (&e->wb_cond);
@@ -949,7 +966,9 @@ engine_get_stats (struct engine *e, struct engine_stats *st)
   pthread_mutex_lock (&e->stats_lock);
   *st = e->st;
   pthread_mutex_unlock (&e->stats_lock);
-  dl_sched_stats (e->sched, &st->sched);
+  dl_classes_stats (e->sched, &st->sched);
+  for (int i = 0; i < DL_NPRIO; i++)
+    dl_classes_class_stats (e->sched, (enum dl_prio) i, &st->class_sched[i]);
   st->waiting_max = e->waiting_peak;
   pthread_mutex_unlock (&e->sched_lock);
   st->submitted = __atomic_load_n (&e->submitted, __ATOMIC_RELAXED);
@@ -1039,4 +1058,58 @@ engine_format_stats (const struct engine_stats *st, char *buf, size_t len)
   fmt_hist (&p, &left, "device", &st->device);
   fmt_hist (&p, &left, "read", &st->total[DL_READ]);
   fmt_hist (&p, &left, "write", &st->total[DL_WRITE]);
+}
+
+int
+engine_export (struct engine *e, const char *name, enum dl_prio prio,
+               uint64_t sort_base, uint32_t *id)
+{
+  if ((unsigned) prio >= DL_NPRIO)
+    return -EINVAL;
+  /* DIRECT serves one file: every name is the same bytes, and must keep
+   * one place on the disk (hazards between names hold only so).
+   */
+  if (e->p.dispatch == ENGINE_DIRECT)
+    sort_base = 0;
+  return exports_add (&e->exports, name, prio, sort_base, id);
+}
+
+void
+engine_req_export (struct engine *e, struct engine_req *r, uint32_t id)
+{
+  struct export_entry *x = exports_get (&e->exports, id);
+
+  r->export_id = id;
+  r->prio = x ? (enum dl_prio) __atomic_load_n (&x->prio, __ATOMIC_RELAXED) : DL_PRIO_BE;
+  r->sort_base = x ? x->sort_base : 0;
+}
+
+int
+engine_set_export_class (struct engine *e, const char *name, enum dl_prio p)
+{
+  int id = exports_find (&e->exports, name);
+
+  if (id < 0)
+    return id;
+  if ((unsigned) p >= DL_NPRIO)
+    return -EINVAL;
+  __atomic_store_n (&e->exports.ent[id]->prio, (uint8_t) p, __ATOMIC_RELAXED);
+  return 0;
+}
+
+int
+engine_export_stats (struct engine *e, uint32_t id, struct engine_export_stats *st)
+{
+  struct export_entry *x = exports_get (&e->exports, id);
+  int d;
+
+  if (x == NULL)
+    return -ENOENT;
+  st->name = x->name;
+  st->prio = (enum dl_prio) __atomic_load_n (&x->prio, __ATOMIC_RELAXED);
+  for (d = 0; d < 2; d++) {
+    st->requests[d] = __atomic_load_n (&x->requests[d], __ATOMIC_RELAXED);
+    st->bytes[d] = __atomic_load_n (&x->bytes[d], __ATOMIC_RELAXED);
+  }
+  return 0;
 }

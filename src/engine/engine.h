@@ -103,6 +103,11 @@ struct engine_req {
                                    several; data read ahead for one is
                                    never given to another) */
   void *ctx;                    /* NEXT: the caller's handle for perform */
+  uint64_t sort_base;           /* where the export's byte 0 sorts on the
+                                   disk: exports of one disk share the
+                                   scheduler, and their offsets must not
+                                   mix (overlap, merge); 0 for one export */
+  enum dl_prio prio;            /* the export's class (classes.c) */
 
   /* engine_submit_async: called on the loop thread when r completes
    * (r->result set); must not block.  NULL for engine_submit.
@@ -151,6 +156,27 @@ uint64_t engine_size (const struct engine *e);
 uint32_t engine_align (const struct engine *e);
 bool engine_is_blockdev (const struct engine *e);
 bool engine_readonly (const struct engine *e);
+
+/* Exports sharing the engine: one scheduler for the disk, whatever
+ * export a request is for (exports.c).  engine_export gives name its id
+ * (new names get prio and sort_base; a name seen keeps its own);
+ * engine_req_export fills a request's export_id, prio (the export's
+ * class now) and sort_base.  0 or -errno (-ENOSPC: too many exports).
+ */
+int engine_export (struct engine *e, const char *name, enum dl_prio prio,
+                   uint64_t sort_base, uint32_t *id);
+void engine_req_export (struct engine *e, struct engine_req *r, uint32_t id);
+/* Change an export's class at run time: its next requests go to it.
+ * 0, or -ENOENT for a name no client has opened.
+ */
+int engine_set_export_class (struct engine *e, const char *name, enum dl_prio p);
+struct engine_export_stats {
+  const char *name;             /* the engine's: valid while it lives */
+  enum dl_prio prio;
+  uint64_t requests[2], bytes[2]; /* completed, by direction */
+};
+/* The id-th export's figures: 0, or -ENOENT past the last. */
+int engine_export_stats (struct engine *e, uint32_t id, struct engine_export_stats *st);
 
 /* Change tunables at run time (taken by the loop at its next turn). */
 int engine_set_tunables (struct engine *e, const struct dl_tunables *t,
@@ -238,6 +264,11 @@ struct engine_stats {
    */
   struct dl_hist read_queue;
   struct dl_hist read_device;
+  /* Per priority class (classes.c): the core's counters, and reads'
+   * submit -> completed.
+   */
+  struct dl_stats class_sched[DL_NPRIO];
+  struct dl_hist class_read[DL_NPRIO];
 };
 
 /* A request took its connection's last server thread (the caller

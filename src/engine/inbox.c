@@ -23,12 +23,13 @@ inbox_req_init (struct engine *e, struct engine_req *r,
 {
   r->done_cb = cb;
   r->done_opaque = opaque;
-  r->dl.offset = r->offset;
+  r->dl.offset = r->sort_base + r->offset;
   r->dl.length = r->op == DL_OP_FLUSH ? 0 : r->length;
   r->dl.op = r->op;
   r->dl.flags = r->flags;
   r->dl.stream = r->stream;
   r->dl.priv = r;
+  r->dl.prio = (uint8_t) r->prio;
   r->inbox_next = NULL;
   r->t_submit = engine_now_ns ();
   r->t_insert = r->t_dispatch = 0;

@@ -6,6 +6,7 @@
  * through a callback it is given (tests/test-layers.sh checks this):
  *
  *   backing.c, bufpool.c  the backing's descriptors; aligned buffers
+ *   exports.c             the exports sharing the engine: names, classes
  *   racache.c             the extents read ahead (its own lock)
  *   inbox.c               requests handed between threads and the loop
  *   direct.c, nextpool.c  the two dispatchers (struct dispatcher):
@@ -30,6 +31,7 @@
 #include "engine.h"
 #include "backing.h"
 #include "bufpool.h"
+#include "exports.h"
 
 struct xfer;
 struct wb_write;
@@ -84,7 +86,8 @@ struct engine {
    * own requests and dispatch (engine.c, submit_shared).
    */
   pthread_mutex_t sched_lock;
-  struct dl_sched *sched;
+  struct dl_classes *sched;
+  struct exports exports;       /* the exports sharing it (exports.c) */
   /* Units dispatched by a submitting thread that only the loop can
    * issue (through the ring), linked through the head's inbox_next.
    */

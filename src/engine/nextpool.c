@@ -35,6 +35,8 @@ part_of (struct engine_req *p, const struct engine_req *r)
   p->stream = r->stream;
   p->export_id = r->export_id;
   p->ctx = r->ctx;
+  p->sort_base = r->sort_base;
+  p->prio = r->prio;
 }
 
 static int
@@ -71,7 +73,7 @@ read_ahead (struct engine *e, struct engine_req *head)
 
   part_of (&p, head);
   p.op = DL_OP_READ;
-  p.offset = head->dl.unit_offset + head->dl.unit_length;
+  p.offset = head->dl.unit_offset + head->dl.unit_length - head->sort_base;
   p.length = (uint32_t) head->dl.ra_length;
   p.flags = ENGINE_F_AHEAD;
   p.buf = head->ra_buf;

@@ -109,6 +109,8 @@ wb_copy (struct engine *e, const struct engine_req *r)
   w->r.flags = r->flags;
   w->r.buf = w->data;
   w->r.stream = r->stream;
+  w->r.export_id = r->export_id;
+  w->r.prio = r->prio;
   w->e = e;
   return w;
 }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <nbdkit-filter.h>
 
@@ -27,6 +28,7 @@
 #include "params.h"
 #include "below.h"
 #include "threads.h"
+#include "place.h"
 
 #define MAX_REQUEST (32u << 20)
 
@@ -43,44 +45,15 @@ static int nbdkit_threads = -1; /* per connection (threads.h); -1: unknown */
 
 struct handle {
   uint64_t id;
-  uint32_t export_id;           /* export_id_of its export's name */
+  uint32_t export_id;           /* engine_export: its export's number */
   _Atomic int busy;             /* requests of it in the filter: threads held */
 };
 
-/* A number for each export name seen (next dispatch: the plugin below
- * may serve several, and the engine must not give one export's data,
- * read ahead, to another).  Names are few; a linear search will do.
+/* dir=: the directory whose files are the exports (place.c finds
+ * where each lies on the disk); NULL otherwise.
  */
-static pthread_mutex_t exports_lock = PTHREAD_MUTEX_INITIALIZER;
-static char **export_names;
-static uint32_t nexport_names;
-
-static int
-export_id_of (const char *name, uint32_t *id)
-{
-  char **grown;
-  uint32_t i;
-  int r = 0;
-
-  pthread_mutex_lock (&exports_lock);
-  for (i = 0; i < nexport_names && strcmp (export_names[i], name) != 0; i++)
-    ;
-  if (i == nexport_names) {
-    grown = realloc (export_names, (i + 1) * sizeof *grown);
-    if (grown == NULL || (grown[i] = strdup (name)) == NULL) {
-      if (grown)
-        export_names = grown;
-      r = -1;
-    }
-    else {
-      export_names = grown;
-      nexport_names++;
-    }
-  }
-  *id = i;
-  pthread_mutex_unlock (&exports_lock);
-  return r;
-}
+static char *dir_path;
+static _Atomic uint32_t unknown_places; /* exports of unknown place so far */
 
 static void
 deadline_load (void)
@@ -92,16 +65,11 @@ deadline_load (void)
 static void
 deadline_unload (void)
 {
-  uint32_t i;
-
   free (file_path);
   file_path = NULL;
+  free (dir_path);
+  dir_path = NULL;
   params_free (&params);
-  for (i = 0; i < nexport_names; i++)
-    free (export_names[i]);
-  free (export_names);
-  export_names = NULL;
-  nexport_names = 0;
 }
 
 static int
@@ -132,7 +100,14 @@ deadline_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
     if (file_path == NULL)
       return -1;
   }
-  else if (strcmp (key, "dir") == 0 || strcmp (key, "fd") == 0)
+  else if (strcmp (key, "dir") == 0) {
+    other_file_mode = true;
+    free (dir_path);
+    dir_path = nbdkit_absolute_path (value);
+    if (dir_path == NULL)
+      return -1;
+  }
+  else if (strcmp (key, "fd") == 0)
     other_file_mode = true;
   return next (nxdata, key, value);
 }
@@ -155,6 +130,33 @@ log_tunables (void)
                 " dispatch=%s inline=%s",
                 line, params.depth_auto ? "auto<=" : "", params.depth, params.max_inflight,
                 dispatch_name (params.dispatch), params.no_inline ? "off" : "on");
+}
+
+/* dir=: an export given a class must be a file of the directory (a
+ * typo would otherwise leave the export in be, silently).
+ */
+static int
+check_classes (void)
+{
+  struct stat st;
+  size_t i;
+
+  for (i = 0; dir_path && i < params.nclass; i++) {
+    const char *name = params.class_export[i];
+    char *path = NULL;
+    int ok;
+
+    if (strchr (name, '/') != NULL || name[0] == '\0' ||
+        asprintf (&path, "%s/%s", dir_path, name) < 0)
+      path = NULL;
+    ok = path != NULL && stat (path, &st) == 0 && !S_ISDIR (st.st_mode);
+    free (path);
+    if (!ok) {
+      nbdkit_error ("deadline-class: no export '%s' in %s", name, dir_path);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 static int
@@ -183,6 +185,8 @@ deadline_config_complete (nbdkit_next_config_complete *next,
                   below.filter[0] ? ": " : "", below.filter);
     return -1;
   }
+  if (check_classes () != 0)
+    return -1;
   log_tunables ();
   mode = (params.dispatch == DISPATCH_NEXT || not_direct)
     ? ENGINE_NEXT : ENGINE_DIRECT;
@@ -233,6 +237,8 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "                                file, or through the layer below (default auto).\n" \
   "deadline-inline=on|off          A request that waits for nothing goes to the\n" \
   "                                device from its own thread (default on).\n" \
+  "deadline-class=[EXPORT:]rt|be|idle  Priority class of every export, or of one\n" \
+  "                                (repeatable; default be; see the man page).\n" \
   "deadline-control=PATH           Serve a control socket (owner-only) for\n" \
   "                                nbd-deadline-ctl: statistics, tunables.\n" \
   "DURATION: 500ms, 1.5s, 250us, 100ns; SIZE: 4096, 64k, 1M."
@@ -393,6 +399,34 @@ deadline_cleanup (nbdkit_backend *backend)
   engine = NULL;
 }
 
+/* The engine's number for an export (the engine serves every export of
+ * the disk, with one scheduler): new ones get their class
+ * (deadline-class) and their place on the disk (place.c).
+ */
+static int
+export_of (const char *name, uint32_t *id)
+{
+  uint64_t base = 0;
+  int r;
+
+  if (dir_path && mode == ENGINE_NEXT) {
+    char *path = NULL;
+
+    if (strchr (name, '/') != NULL || asprintf (&path, "%s/%s", dir_path, name) < 0)
+      path = NULL;
+    if (path == NULL || place_of (path, &base) != 0)
+      base = PLACE_UNKNOWN (atomic_fetch_add (&unknown_places, 1));
+    free (path);
+  }
+  r = engine_export (engine, name, params_class_of (&params, name), base, id);
+  if (r < 0) {
+    nbdkit_error ("deadline: export '%s': %s", name,
+                  r == -ENOSPC ? "too many exports" : strerror (-r));
+    return -1;
+  }
+  return 0;
+}
+
 static void *
 deadline_open (nbdkit_next_open *next, nbdkit_context *ctx,
                int readonly, const char *exportname, int is_tls)
@@ -406,8 +440,7 @@ deadline_open (nbdkit_next_open *next, nbdkit_context *ctx,
     nbdkit_error ("malloc: %m");
     return NULL;
   }
-  if (export_id_of (exportname ? exportname : "", &h->export_id) == -1) {
-    nbdkit_error ("malloc: %m");
+  if (export_of (exportname ? exportname : "", &h->export_id) == -1) {
     free (h);
     return NULL;
   }
@@ -540,9 +573,11 @@ submit (void *handle, nbdkit_next *next, enum dl_op op, void *buf,
   struct handle *h = handle;
   struct engine_req r = {
     .op = op, .offset = offset, .length = count, .buf = buf,
-    .stream = h->id, .export_id = h->export_id, .ctx = next,
+    .stream = h->id, .ctx = next,
   };
   int rc;
+
+  engine_req_export (engine, &r, h->export_id);
 
   if (flags & NBDKIT_FLAG_FUA) r.flags |= ENGINE_F_FUA;
   if (flags & NBDKIT_FLAG_MAY_TRIM) r.flags |= ENGINE_F_MAY_TRIM;

@@ -52,6 +52,9 @@ params_free (struct filter_params *p)
     free (p->set_value[i]);
   }
   p->nset = 0;
+  for (i = 0; i < p->nclass; i++)
+    free (p->class_export[i]);
+  p->nclass = 0;
 }
 
 /* Remember a tunable given by name (the last value of a key wins). */
@@ -219,6 +222,52 @@ set_inline (struct filter_params *p, const char *key, const char *value,
   return 1;
 }
 
+/* deadline-class=CLASS or EXPORT:CLASS (the last colon: an export
+ * name may hold colons, a class name does not; ":CLASS" is the
+ * default export "").
+ */
+static int
+set_class (struct filter_params *p, const char *key, const char *value,
+           char *err, size_t errlen)
+{
+  const char *colon = strrchr (value, ':');
+  const char *cls = colon ? colon + 1 : value;
+  enum dl_prio prio;
+  char *name;
+
+  if (dl_parse_prio (cls, &prio) != 0) {
+    snprintf (err, errlen, "%s: '%s' is not rt, be or idle (or EXPORT:CLASS)", key, value);
+    return -EINVAL;
+  }
+  if (colon == NULL) {
+    p->class_default = prio;
+    return 1;
+  }
+  if (p->nclass == PARAMS_MAX_CLASS) {
+    snprintf (err, errlen, "%s: more than %d exports given a class", key, PARAMS_MAX_CLASS);
+    return -EINVAL;
+  }
+  name = strndup (value, (size_t) (colon - value));
+  if (name == NULL) {
+    snprintf (err, errlen, "%s: out of memory", key);
+    return -ENOMEM;
+  }
+  p->class_export[p->nclass] = name;
+  p->class_prio[p->nclass++] = prio;
+  return 1;
+}
+
+enum dl_prio
+params_class_of (const struct filter_params *p, const char *export)
+{
+  size_t i;
+
+  for (i = p->nclass; i-- > 0;)
+    if (strcmp (p->class_export[i], export) == 0)
+      return p->class_prio[i];
+  return p->class_default;
+}
+
 /* The filter's own parameters (deadline-NAME); every other name is the
  * core's (set_tunable).
  */
@@ -234,6 +283,7 @@ static const struct {
   { "profile", set_profile },
   { "dispatch", set_dispatch },
   { "inline", set_inline },
+  { "class", set_class },
 };
 
 /* A core tunable: only the names the core knows, spelled with dashes

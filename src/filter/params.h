@@ -18,6 +18,8 @@ enum dispatch_mode { DISPATCH_AUTO = 0, DISPATCH_DIRECT, DISPATCH_NEXT };
 #define PARAMS_MAX_SET 32
 /* deadline-depth=auto climbs from 2 to at most this. */
 #define PARAMS_AUTO_DEPTH_MAX 64
+/* deadline-class=EXPORT:CLASS, at most this many. */
+#define PARAMS_MAX_CLASS 64
 struct filter_params {
   struct dl_tunables tunables;
   char *set_key[PARAMS_MAX_SET], *set_value[PARAMS_MAX_SET];
@@ -29,6 +31,10 @@ struct filter_params {
   enum dispatch_mode dispatch;
   bool no_inline;               /* deadline-inline=off: always via the loop */
   char *control;                /* control socket path (malloc'd), or NULL */
+  enum dl_prio class_default;   /* deadline-class=CLASS (classes.c) */
+  char *class_export[PARAMS_MAX_CLASS]; /* deadline-class=EXPORT:CLASS */
+  enum dl_prio class_prio[PARAMS_MAX_CLASS];
+  size_t nclass;
 };
 
 #define PARAMS_PREFIX "deadline-"
@@ -41,6 +47,10 @@ void params_default (struct filter_params *p);
 int params_set (struct filter_params *p, const char *key, const char *value,
                 char *err, size_t errlen);
 const char *dispatch_name (enum dispatch_mode d);
+/* An export's class: its own deadline-class=EXPORT:CLASS, the last
+ * given, else deadline-class=CLASS, else be.
+ */
+enum dl_prio params_class_of (const struct filter_params *p, const char *export);
 void params_free (struct filter_params *p);
 
 #endif

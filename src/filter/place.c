@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* nbd-deadline: where an export's byte 0 lies on its disk (place.h). */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+
+#include "place.h"
+
+/* A partition: its start, in 512-byte sectors, from sysfs; a whole
+ * disk starts at 0.
+ */
+static int
+partition_start (dev_t rdev, uint64_t *byte)
+{
+  char path[96];
+  unsigned long long sectors;
+  FILE *f;
+  int ok;
+
+  snprintf (path, sizeof path, "/sys/dev/block/%u:%u/start", major (rdev), minor (rdev));
+  f = fopen (path, "r");
+  if (f == NULL) {
+    *byte = 0;                  /* no start: the whole disk */
+    return 0;
+  }
+  ok = fscanf (f, "%llu", &sectors) == 1;
+  fclose (f);
+  if (!ok)
+    return -1;
+  *byte = (uint64_t) sectors * 512;
+  return 0;
+}
+
+/* A file: the physical place of its first extent. */
+static int
+first_extent (int fd, uint64_t *byte)
+{
+  struct {
+    struct fiemap fm;
+    struct fiemap_extent ext[1];
+  } q;
+
+  memset (&q, 0, sizeof q);
+  q.fm.fm_start = 0;
+  q.fm.fm_length = FIEMAP_MAX_OFFSET;
+  q.fm.fm_extent_count = 1;
+  if (ioctl (fd, FS_IOC_FIEMAP, &q.fm) != 0 || q.fm.fm_mapped_extents == 0)
+    return -1;
+  if (q.ext[0].fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_ENCODED))
+    return -1;
+  *byte = q.ext[0].fe_physical;
+  return 0;
+}
+
+int
+place_of (const char *path, uint64_t *byte)
+{
+  struct stat st;
+  int fd, r;
+
+  if (stat (path, &st) != 0)
+    return -1;
+  if (S_ISBLK (st.st_mode))
+    return partition_start (st.st_rdev, byte);
+  if (!S_ISREG (st.st_mode))
+    return -1;
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  r = first_extent (fd, byte);
+  close (fd);
+  return r;
+}

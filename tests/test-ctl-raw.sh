@@ -34,7 +34,7 @@ expect "error request longer than 1024 bytes" "$(head -c 2000 /dev/zero | tr '\0
 expect "error request has a non-printable byte" $'stats\x01\n'
 expect "error request has a non-printable byte" $'get read_expire\xc3\xa9\n'
 expect "error empty request" $'\n'
-expect "error unknown request 'stats?' (ping, stats, get, set, scheduler)" $'stats?\n'
+expect "error unknown request 'stats?' (ping, stats, get, set, scheduler, class)" $'stats?\n'
 expect "error stats: takes no arguments" $'stats extra\n'
 expect "ok" $'ping\r\n'
 expect "ok" $'get  read_expire   scheduler\n'

@@ -144,6 +144,24 @@ wait $ipid || fail "integrity while switching scheduler and tunables"
     fail "requests left queued after switching"
 echo "switched 6 times under load: every read matched"
 
+# Priority classes at run time: the export the integrity tool opened
+# (the default, "") moves to rt, and its next requests are rt's; an
+# export no client opened, or a class that does not exist, is refused.
+[ "$(val 'export_class{export_name="",class="be"}')" = 1 ] || fail "export not listed in be"
+rt_before=$(val 'class_reads_total{class="rt"}')
+[ "$(ctl --raw class '' rt)" = "export_class rt" ] || fail "class '' rt"
+[ "$(val 'export_class{export_name="",class="rt"}')" = 1 ] || fail "export not moved to rt"
+./integrity -c 2 -d 8 -n 500 -s 16 "$sock" >/dev/null || fail "integrity in rt"
+rt_after=$(val 'class_reads_total{class="rt"}')
+[ "$rt_after" -gt "$rt_before" ] || fail "no reads counted in rt ($rt_before -> $rt_after)"
+[ "$(val 'export_reads_total{export_name=""}')" -gt 0 ] || fail "export's reads not counted"
+if ctl class nosuch rt 2>"$tmpdir/err"; then fail "class of an export never opened"; fi
+grep -q "no export 'nosuch' has been opened" "$tmpdir/err" || { cat "$tmpdir/err"; fail "unknown export message"; }
+if ctl class '' fast 2>"$tmpdir/err"; then fail "class fast accepted"; fi
+grep -q "'fast' is not rt, be or idle" "$tmpdir/err" || { cat "$tmpdir/err"; fail "bad class message"; }
+ctl class '' be >/dev/null || fail "class '' be"
+echo "class moved at run time; unknown export and class refused"
+
 # Formats.
 if command -v jq >/dev/null 2>&1; then
     n=$(ctl --json stats | jq '.completed_total')
@@ -162,8 +180,14 @@ grep -q '^# TYPE nbd_deadline_read_latency_seconds summary$' <<<"$prom" || fail 
 grep -q '^nbd_deadline_read_latency_seconds{export="ctl",quantile="0.99"} ' <<<"$prom" ||
     fail "quantile"
 grep -q '^nbd_deadline_info{export="ctl",backing=' <<<"$prom" || fail "info"
+grep -q '^nbd_deadline_class_reads_total{export="ctl",class="rt"} [1-9]' <<<"$prom" ||
+    fail "per-class label"
+grep -q '^nbd_deadline_export_reads_total{export="ctl",export_name=""} [1-9]' <<<"$prom" ||
+    fail "per-export label"
+[ "$(grep -c '^# TYPE nbd_deadline_class_reads_total counter$' <<<"$prom")" = 1 ] ||
+    fail "one TYPE line per labelled name"
 # Every sample line is NAME{LABELS} NUMBER.
-if grep -v '^#' <<<"$prom" | grep -Ev '^[a-z_]+\{[^}]*\} [0-9.e+-]+$'; then
+if grep -v '^#' <<<"$prom" | grep -Ev '^[a-z_][a-z0-9_]*\{[^}]*\} [0-9.e+-]+$'; then
     fail "malformed Prometheus lines above"
 fi
 

@@ -239,6 +239,10 @@ deadline_config_complete (nbdkit_next_config_complete *next,
   "                                device from its own thread (default on).\n" \
   "deadline-class=[EXPORT:]rt|be|idle  Priority class of every export, or of one\n" \
   "                                (repeatable; default be; see the man page).\n" \
+  "deadline-prio-aging=DURATION    A be or idle request waiting this long goes\n" \
+  "                                first (default 10s).\n" \
+  "deadline-idle-grace=DURATION    idle requests wait until rt and be have been\n" \
+  "                                quiet this long (default 100ms).\n" \
   "deadline-control=PATH           Serve a control socket (owner-only) for\n" \
   "                                nbd-deadline-ctl: statistics, tunables.\n" \
   "DURATION: 500ms, 1.5s, 250us, 100ns; SIZE: 4096, 64k, 1M."

@@ -11,7 +11,8 @@
  * misses everything in flight.  Trimmed bytes become "unknown" (NBD
  * leaves their contents unspecified) until written again.
  *
- *   integrity [-c CONNS] [-d DEPTH] [-n OPS] [-s SEED] [-m MODEL] [-Z ALIGN] SOCKET
+ *   integrity [-c CONNS] [-d DEPTH] [-n OPS] [-s SEED] [-m MODEL] [-Z ALIGN]
+ *             [-x EXPORT] SOCKET
  *       exit 0 if no mismatch; -m writes the model to MODEL and the
  *       known-byte mask to MODEL.mask for a later --compare; -Z keeps
  *       zero and trim ranges aligned (for layers below that need it).
@@ -549,14 +550,14 @@ main (int argc, char *argv[])
   static struct pollfd pfd[MAX_CONNS];
   int conns = 4, depth = 16, i;
   uint64_t nops = 20000, issued = 0, seed = 1;
-  const char *sock, *dump = NULL, *verify = NULL;
+  const char *sock, *dump = NULL, *verify = NULL, *export = NULL;
   int opt;
   bool server_gone = false;
 
   if (argc == 4 && strcmp (argv[1], "--compare") == 0)
     return compare_file (argv[2], argv[3]);
 
-  while ((opt = getopt (argc, argv, "c:d:n:s:m:Z:C:V:DEL:qr:")) != -1) {
+  while ((opt = getopt (argc, argv, "c:d:n:s:m:Z:C:V:DEL:qr:x:")) != -1) {
     switch (opt) {
     case 'c': conns = atoi (optarg); break;
     case 'd': depth = atoi (optarg); break;
@@ -570,6 +571,7 @@ main (int argc, char *argv[])
     case 'E': expect_errors = true; break;
     case 'L': lat_limit_ns = strtoull (optarg, NULL, 10) * 1000000ULL; break;
     case 'q': quiet = true; break;
+    case 'x': export = optarg; break;
     case 'r':
       if (sscanf (optarg, "%" SCNu64 ",%" SCNu64, &rbase, &rlen) != 2 || rlen == 0)
         goto usage;
@@ -581,7 +583,7 @@ main (int argc, char *argv[])
       depth < 1 || conns * depth > MAX_INFLIGHT) {
   usage:
     fprintf (stderr, "usage: integrity [-c CONNS] [-d DEPTH] [-n OPS] [-s SEED] [-m MODEL] [-Z ALIGN]\n"
-                     "                 [-C STATE] [-E] [-L MS] [-q] [-r OFF,LEN] SOCKET\n"
+                     "                 [-C STATE] [-E] [-L MS] [-q] [-r OFF,LEN] [-x EXPORT] SOCKET\n"
                      "       integrity -V STATE [-D] SOCKET\n"
                      "       integrity --compare FILE MODEL\n");
     return EXIT_FAILURE;
@@ -605,7 +607,8 @@ main (int argc, char *argv[])
 
   for (i = 0; i < conns; ++i) {
     h[i] = nbd_create ();
-    if (h[i] == NULL || nbd_connect_unix (h[i], sock) == -1) {
+    if (h[i] == NULL || (export && nbd_set_export_name (h[i], export) == -1) ||
+        nbd_connect_unix (h[i], sock) == -1) {
       fprintf (stderr, "integrity: connect %s: %s\n", sock, nbd_get_error ());
       return crash_state ? 3 : EXIT_FAILURE;
     }

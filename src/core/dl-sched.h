@@ -322,6 +322,8 @@ struct dl_req {
   uint64_t stream;              /* who sent it (e.g. connection); 0 = unknown */
   void *priv;                   /* the caller's */
   uint8_t prio;                 /* enum dl_prio (dl_classes only) */
+  uint32_t domain;              /* requests merge only within one (an
+                                   export: a unit is one I/O on one file) */
 
   /* Private to the core. */
   uint64_t live_hi;

@@ -32,7 +32,7 @@ static bool
 mergeable (const struct dl_sched *s, const struct dl_req *a,
            const struct dl_req *b)
 {
-  return a->op == b->op && a->flags == b->flags &&
+  return a->op == b->op && a->flags == b->flags && a->domain == b->domain &&
     a->unit_length > 0 && b->unit_length > 0 &&
     a->unit_length <= s->t.max_merge &&
     b->unit_length <= s->t.max_merge - a->unit_length;

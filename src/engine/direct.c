@@ -84,6 +84,11 @@ struct xfer {
   uint32_t asked;               /* length of the last read or write sent */
   uint64_t paused_ns;           /* waiting before its next piece since */
   struct xfer *next_free;       /* on e->xfer_free, or on e->paused */
+  struct backing *bk;           /* the unit's export's (backing_for) */
+  uint64_t base;                /* ... and its sort_base: device offset =
+                                   the core's offset - base */
+  uint32_t sync_next;           /* a flush with a directory: the next
+                                   export to fsync */
 };
 
 /* user_data tags in the low bits of the xfer pointer */
@@ -340,12 +345,38 @@ prep_falloc (struct xfer *x, int mode, uint64_t off, uint64_t len)
 }
 
 static void
-prep_fsync (struct xfer *x)
+prep_fsync_fd (struct xfer *x, int fd)
 {
   struct io_uring_sqe *sqe = phase_sqe (x, X_FSYNC);
 
   if (sqe)
-    io_uring_prep_fsync (sqe, x->e->b.fd, IORING_FSYNC_DATASYNC);
+    io_uring_prep_fsync (sqe, fd, IORING_FSYNC_DATASYNC);
+}
+
+static void
+prep_fsync (struct xfer *x)
+{
+  prep_fsync_fd (x, x->bk->fd);
+}
+
+/* A flush with a directory: an NBD flush covers every write completed
+ * before it, of whichever export (merged flushes are of several), so
+ * each export's file is synced, one after the other.  false when all
+ * are.
+ */
+static bool
+fsync_next_export (struct xfer *x)
+{
+  struct export_entry *ent;
+
+  while ((ent = exports_get (&x->e->exports, x->sync_next)) != NULL) {
+    x->sync_next++;
+    if (ent->b.fd >= 0 && !ent->b.readonly) {
+      prep_fsync_fd (x, ent->b.fd);
+      return true;
+    }
+  }
+  return false;
 }
 
 /* Copy what the write carries into the buffer at its place in [lo, hi). */
@@ -359,7 +390,7 @@ fill_write (struct xfer *x)
     return;
   }
   DL_FOREACH_MEMBER (m, x->unit, tmp)
-    memcpy (x->buf + (m->offset - x->lo), req_of (m)->buf, m->length);
+    memcpy (x->buf + (m->offset - x->base - x->lo), req_of (m)->buf, m->length);
 }
 
 /* Start writing [off, off+len): the unit's members, or zeroes. */
@@ -376,10 +407,10 @@ start_write (struct xfer *x, uint64_t off, uint64_t len)
   x->cend = off + len;
   x->lo = round_down (off, a);
   x->hi = round_up (off + len, a);
-  x->fd = e->b.fd;
-  if (x->hi > e->size && !e->b.blockdev) {
+  x->fd = x->bk->fd;
+  if (x->hi > x->bk->size && !x->bk->blockdev) {
     /* The file's partial last block: exact offsets, no O_DIRECT. */
-    x->fd = e->b.fd_buffered;
+    x->fd = x->bk->fd_buffered;
     x->lo = off;
     x->hi = off + len;
   }
@@ -453,7 +484,7 @@ ahead (struct xfer *x, struct dl_req *unit)
   r->ra.idx = -1;
   if (x->ra.idx < 0)
     return 0;
-  x->ra_lo = unit->unit_offset + unit->unit_length;
+  x->ra_lo = unit->unit_offset + unit->unit_length - x->base;
   return unit->ra_length;
 }
 
@@ -481,7 +512,7 @@ start_zero (struct xfer *x, uint64_t off, uint64_t len)
   if (len == 0)
     return false;
   /* Block devices take only aligned ranges for fallocate. */
-  if (e->b.blockdev && !is_aligned (off | len, e->align)) {
+  if (x->bk->blockdev && !is_aligned (off | len, e->align)) {
     start_zero_write (x, off, len);
     return true;
   }
@@ -497,7 +528,7 @@ start_trim (struct xfer *x, uint64_t off, uint64_t len)
 {
   struct engine *e = x->e;
 
-  if (e->b.blockdev) {
+  if (x->bk->blockdev) {
     uint64_t lo = round_up (off, e->align), hi = round_down (off + len, e->align);
     if (hi <= lo)
       return false;
@@ -516,7 +547,7 @@ static void
 direct_issue (struct engine *e, struct dl_req *unit)
 {
   struct xfer *x = xfer_get (e);
-  uint64_t off = unit->unit_offset, len = unit->unit_length;
+  uint64_t off, len = unit->unit_length;
   bool started = true;
 
   if (x == NULL) {
@@ -527,12 +558,16 @@ direct_issue (struct engine *e, struct dl_req *unit)
   }
   x->unit = unit;
   x->ra.idx = -1;
-  x->fd = e->b.fd;
+  x->bk = backing_for (e, req_of (unit)->export_id);
+  x->base = req_of (unit)->sort_base;
+  x->sync_next = 0;
+  off = unit->unit_offset - x->base;
+  x->fd = x->bk->fd;
   x->fsync_after = (unit->flags & DL_F_FUA) != 0;
   x->piece = unit->op == DL_OP_WRITE && unit->piece_length != 0
     ? round_up (unit->piece_length, e->align) : 0;
 
-  if (unit->op != DL_OP_READ && unit->op != DL_OP_FLUSH && e->b.readonly) {
+  if (unit->op != DL_OP_READ && unit->op != DL_OP_FLUSH && x->bk->readonly) {
     fail (x, -EROFS);
     return;
   }
@@ -551,7 +586,10 @@ direct_issue (struct engine *e, struct dl_req *unit)
   case DL_OP_TRIM:  started = start_trim (x, off, len); break;
   case DL_OP_FLUSH:
     x->fsync_after = false;
-    prep_fsync (x);
+    if (!e->multi)
+      prep_fsync (x);
+    else
+      started = fsync_next_export (x);
     break;
   }
   if (started)
@@ -578,7 +616,7 @@ read_done (struct xfer *x, int res)
      * for: read the unit alone again, and keep nothing ahead.
      */
     ahead_abandon (x);
-    x->hi = round_up (x->unit->unit_offset + x->unit->unit_length, e->align);
+    x->hi = round_up (x->unit->unit_offset + x->unit->unit_length - x->base, e->align);
     x->done = 0;
     submit_main (x);
     return true;
@@ -589,7 +627,7 @@ read_done (struct xfer *x, int res)
   }
   MARK_DEFINED (x->buf + x->done, res);
   x->done += res;
-  if (res > 0 && x->done < x->hi - x->lo && x->lo + x->done < e->size) {
+  if (res > 0 && x->done < x->hi - x->lo && x->lo + x->done < x->bk->size) {
     count (e, &e->st.short_io);
     submit_main (x);
     return true;
@@ -598,7 +636,7 @@ read_done (struct xfer *x, int res)
   if (x->done < x->hi - x->lo)
     memset (x->buf + x->done, 0, x->hi - x->lo - x->done);
   DL_FOREACH_MEMBER (m, x->unit, tmp)
-    memcpy (req_of (m)->buf, x->buf + (m->offset - x->lo), m->length);
+    memcpy (req_of (m)->buf, x->buf + (m->offset - x->base - x->lo), m->length);
   if (x->ra.idx >= 0) {
     racache_fill (&e->ra, x->ra, x->buf + (x->ra_lo - x->lo), x->unit->ra_length,
                   engine_now_ns ());
@@ -715,6 +753,9 @@ on_cqe (struct xfer *x, int res)
   case X_FSYNC:
     if (res < 0)
       x->result = res;
+    /* A flush with a directory: the next export's file. */
+    goes_on = x->e->multi && x->unit->op == DL_OP_FLUSH && x->result == 0 &&
+      fsync_next_export (x);
     break;
   }
   if (!goes_on && x->pending == 0)

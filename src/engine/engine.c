@@ -94,8 +94,8 @@ check_params (const struct engine_params *p, char *err, size_t errlen)
     snprintf (err, errlen, "next dispatch needs a perform callback");
     return -EINVAL;
   }
-  if (p->dispatch == ENGINE_DIRECT && p->path == NULL) {
-    snprintf (err, errlen, "direct dispatch needs a backing path");
+  if (p->dispatch == ENGINE_DIRECT && (p->path == NULL) == (p->dir == NULL)) {
+    snprintf (err, errlen, "direct dispatch needs a backing path or a directory");
     return -EINVAL;
   }
   return 0;
@@ -144,11 +144,21 @@ open_direct (struct engine *e, char *err, size_t errlen)
   struct io_uring probe;
   int r;
 
-  r = backing_open (&e->b, e->p.path, e->p.readonly, err, errlen);
-  if (r < 0)
-    return r;
-  e->size = e->b.size;
-  e->align = e->b.align;
+  if (e->p.dir) {
+    /* The exports open their own (engine_export); every alignment an
+     * O_DIRECT device asks divides this one.
+     */
+    e->multi = true;
+    e->align = EXPORT_ALIGN;
+    e->size = 0;
+  }
+  else {
+    r = backing_open (&e->b, e->p.path, e->p.readonly, err, errlen);
+    if (r < 0)
+      return r;
+    e->size = e->b.size;
+    e->align = e->b.align;
+  }
   r = io_uring_queue_init (8, &probe, 0);
   if (r < 0) {
     snprintf (err, errlen, "io_uring_queue_init: %s", strerror (-r));
@@ -402,8 +412,8 @@ reserve_ahead (struct engine *e, struct dl_req *unit)
 
   r->ra.idx = -1;
   r->ra_buf = NULL;
-  if (e->p.dispatch == ENGINE_DIRECT && hi > e->size)
-    hi = e->size;               /* not past the end of the backing */
+  if (e->p.dispatch == ENGINE_DIRECT && hi > backing_for (e, r->export_id)->size)
+    hi = backing_for (e, r->export_id)->size; /* not past the end of the backing */
   if (unit->ra_length != 0 && hi > lo)
     r->ra = racache_reserve (&e->ra, r->export_id, lo, hi, &r->ra_buf);
   unit->ra_length = r->ra.idx < 0 ? 0 : hi - lo;
@@ -1069,9 +1079,44 @@ engine_export (struct engine *e, const char *name, enum dl_prio prio,
   /* DIRECT serves one file: every name is the same bytes, and must keep
    * one place on the disk (hazards between names hold only so).
    */
-  if (e->p.dispatch == ENGINE_DIRECT)
+  struct backing b, *bp = NULL;
+  char *path, err[256];
+  int r;
+
+  if (e->p.dispatch == ENGINE_DIRECT && !e->multi)
     sort_base = 0;
-  return exports_add (&e->exports, name, prio, sort_base, id);
+  if (e->multi && exports_find (&e->exports, name) < 0) {
+    /* Its own file of the directory, O_DIRECT, as the single backing
+     * would be; never a path out of the directory.
+     */
+    if (name[0] == '\0' || strchr (name, '/') != NULL || strcmp (name, "..") == 0 ||
+        strcmp (name, ".") == 0)
+      return -ENOENT;
+    if (asprintf (&path, "%s/%s", e->p.dir, name) < 0)
+      return -ENOMEM;
+    r = backing_open (&b, path, e->p.readonly, err, sizeof err);
+    free (path);
+    if (r < 0)
+      return r;
+    if (b.align > e->align) {
+      backing_close (&b);
+      return -EINVAL;
+    }
+    bp = &b;
+  }
+  return exports_add (&e->exports, name, prio, sort_base, bp, id);
+}
+
+bool
+engine_export_backing (struct engine *e, uint32_t id, uint64_t *size, bool *readonly)
+{
+  struct export_entry *x = exports_get (&e->exports, id);
+
+  if (!e->multi || x == NULL || x->b.fd < 0)
+    return false;
+  *size = x->b.size;
+  *readonly = x->b.readonly;
+  return true;
 }
 
 void

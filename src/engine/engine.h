@@ -55,6 +55,10 @@ typedef int (*engine_perform_fn) (void *opaque, struct engine_req *r);
 struct engine_params {
   enum engine_dispatch dispatch;
   const char *path;             /* DIRECT: file or block device */
+  const char *dir;              /* DIRECT, instead of path: every export is
+                                   dir/NAME, opened O_DIRECT by
+                                   engine_export: one scheduler and one
+                                   ring for the exports of one disk */
   bool readonly;                /* DIRECT: open O_RDONLY */
   struct dl_tunables tunables;
   uint32_t depth;               /* units in flight at the device, >= 1 */
@@ -165,6 +169,11 @@ bool engine_readonly (const struct engine *e);
  */
 int engine_export (struct engine *e, const char *name, enum dl_prio prio,
                    uint64_t sort_base, uint32_t *id);
+/* With dir: an export's own backing (after engine_export).  false if
+ * id is not an export of a directory.
+ */
+bool engine_export_backing (struct engine *e, uint32_t id, uint64_t *size,
+                            bool *readonly);
 void engine_req_export (struct engine *e, struct engine_req *r, uint32_t id);
 /* Change an export's class at run time: its next requests go to it.
  * 0, or -ENOENT for a name no client has opened.

@@ -19,6 +19,8 @@ exports_fini (struct exports *x)
   uint32_t i;
 
   for (i = 0; i < x->n; i++) {
+    if (x->ent[i]->b.fd >= 0)
+      backing_close (&x->ent[i]->b);
     free (x->ent[i]->name);
     free (x->ent[i]);
   }
@@ -51,30 +53,36 @@ exports_find (struct exports *x, const char *name)
 
 int
 exports_add (struct exports *x, const char *name, enum dl_prio prio,
-             uint64_t sort_base, uint32_t *id)
+             uint64_t sort_base, struct backing *b, uint32_t *id)
 {
   struct export_entry *ent;
   int r;
 
   pthread_mutex_lock (&x->lock);
   r = find_locked (x, name);
-  if (r >= 0) {
+  if (r >= 0 || x->n == EXPORTS_MAX) {
+    pthread_mutex_unlock (&x->lock);
+    if (b && b->fd >= 0)
+      backing_close (b);
+    if (r < 0)
+      return -ENOSPC;
     *id = (uint32_t) r;
-    pthread_mutex_unlock (&x->lock);
     return 0;
-  }
-  if (x->n == EXPORTS_MAX) {
-    pthread_mutex_unlock (&x->lock);
-    return -ENOSPC;
   }
   ent = calloc (1, sizeof *ent);
   if (ent == NULL || (ent->name = strdup (name)) == NULL) {
     free (ent);
     pthread_mutex_unlock (&x->lock);
+    if (b && b->fd >= 0)
+      backing_close (b);
     return -ENOMEM;
   }
   ent->prio = (uint8_t) prio;
   ent->sort_base = sort_base;
+  if (b)
+    ent->b = *b;
+  else
+    ent->b.fd = ent->b.fd_buffered = -1;
   x->ent[x->n] = ent;
   *id = x->n;
   __atomic_store_n (&x->n, x->n + 1, __ATOMIC_RELEASE);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "dl-sched.h"
+#include "backing.h"
 
 #define EXPORTS_MAX 1024
 
@@ -22,6 +23,8 @@ struct export_entry {
   uint8_t prio;                 /* enum dl_prio; atomic loads and stores */
   uint64_t sort_base;
   uint64_t requests[2], bytes[2]; /* completed, by direction; atomic adds */
+  struct backing b;             /* DIRECT with a directory: its own file,
+                                   O_DIRECT (fd -1: none) */
 };
 
 struct exports {
@@ -32,11 +35,12 @@ struct exports {
 
 void exports_init (struct exports *x);
 void exports_fini (struct exports *x);
-/* The id of name, added with prio and sort_base if new (an existing
- * export keeps its own).  0, -ENOSPC (too many) or -ENOMEM.
+/* The id of name, added with prio, sort_base and backing b (or NULL)
+ * if new; an existing export keeps its own, and b is closed.  0,
+ * -ENOSPC (too many) or -ENOMEM (b is closed then too).
  */
 int exports_add (struct exports *x, const char *name, enum dl_prio prio,
-                 uint64_t sort_base, uint32_t *id);
+                 uint64_t sort_base, struct backing *b, uint32_t *id);
 /* The id of name, or -ENOENT. */
 int exports_find (struct exports *x, const char *name);
 static inline struct export_entry *

@@ -30,6 +30,7 @@ inbox_req_init (struct engine *e, struct engine_req *r,
   r->dl.stream = r->stream;
   r->dl.priv = r;
   r->dl.prio = (uint8_t) r->prio;
+  r->dl.domain = r->export_id;
   r->inbox_next = NULL;
   r->t_submit = engine_now_ns ();
   r->t_insert = r->t_dispatch = 0;

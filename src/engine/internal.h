@@ -37,6 +37,11 @@ struct xfer;
 struct wb_write;
 struct engine;
 
+/* DIRECT with a directory: the engine's alignment, whatever the
+ * exports' devices ask (each must divide it).
+ */
+#define EXPORT_ALIGN 4096
+
 /* Does a request of this kind change the data (the readahead cache
  * drops what it overlaps)?
  */
@@ -88,6 +93,8 @@ struct engine {
   pthread_mutex_t sched_lock;
   struct dl_classes *sched;
   struct exports exports;       /* the exports sharing it (exports.c) */
+  bool multi;                   /* DIRECT with p.dir: each export its own
+                                   backing (backing_for) */
   /* Units dispatched by a submitting thread that only the loop can
    * issue (through the ring), linked through the head's inbox_next.
    */
@@ -185,7 +192,7 @@ void direct_reap (struct engine *e);          /* from the ring's ev_io */
 
 /* syncio.c: the largest extent a submitting thread does itself. */
 #define SYNCIO_MAX (4u << 20)
-bool syncio_fits (const struct engine *e, const struct engine_req *r);
+bool syncio_fits (struct engine *e, const struct engine_req *r);
 int syncio_rw (struct engine *e, struct engine_req *r);
 
 /* writeback.c */
@@ -203,6 +210,20 @@ static inline struct engine_req *
 req_of (struct dl_req *d)
 {
   return (struct engine_req *) d->priv;
+}
+
+/* The backing a request of export id goes to: its own with a
+ * directory, else the engine's.
+ */
+static inline struct backing *
+backing_for (struct engine *e, uint32_t export_id)
+{
+  struct export_entry *x;
+
+  if (!e->multi)
+    return &e->b;
+  x = exports_get (&e->exports, export_id);
+  return x && x->b.fd >= 0 ? &x->b : &e->b;
 }
 
 #endif

@@ -47,8 +47,9 @@ buf_put (struct engine *e, void *p, size_t len)
 }
 
 bool
-syncio_fits (const struct engine *e, const struct engine_req *r)
+syncio_fits (struct engine *e, const struct engine_req *r)
 {
+  const struct backing *bk = backing_for (e, r->export_id);
   uint32_t a = e->align;
   uint64_t lo = round_down (r->offset, a), hi = round_up (r->offset + r->length, a);
 
@@ -58,7 +59,7 @@ syncio_fits (const struct engine *e, const struct engine_req *r)
   if (e->p.dispatch == ENGINE_NEXT)
     return r->op != DL_OP_FLUSH && (r->flags & ENGINE_F_AHEAD) == 0;
   /* The partial last block of a file needs the buffered descriptor. */
-  if (hi > round_down (e->size, a))
+  if (hi > round_down (bk->size, a))
     return false;
   if (hi - lo > SYNCIO_MAX)
     return false;
@@ -67,7 +68,7 @@ syncio_fits (const struct engine *e, const struct engine_req *r)
     return true;
   case DL_OP_WRITE:
     /* An edge block partly written would need reading first. */
-    return !e->b.readonly && is_aligned (r->offset | r->length, a);
+    return !bk->readonly && is_aligned (r->offset | r->length, a);
   default:
     return false;
   }
@@ -116,7 +117,7 @@ syncio_rw (struct engine *e, struct engine_req *r)
     return -ENOMEM;
   if (write && !direct)
     memcpy (buf, r->buf, r->length);    /* aligned: lo == offset */
-  res = rw_all (e->b.fd, write, buf, hi - lo, lo,
+  res = rw_all (backing_for (e, r->export_id)->fd, write, buf, hi - lo, lo,
                 write && (r->flags & DL_F_FUA) ? RWF_DSYNC : 0);
   if (!direct) {
     if (res == 0 && !write)

@@ -20,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <nbdkit-filter.h>
 
@@ -36,7 +39,7 @@ static struct filter_params params;
 static struct below below;
 static char *file_path;         /* the file plugin's file=, absolute */
 static const char *not_direct;  /* why direct cannot be proven, or NULL */
-static bool other_file_mode;    /* dir= or fd= seen */
+static bool fd_mode;            /* fd= seen */
 static enum engine_dispatch mode;
 static struct engine *engine;
 static struct control *control; /* deadline-control=PATH, or NULL */
@@ -101,14 +104,13 @@ deadline_config (nbdkit_next_config *next, nbdkit_backend *nxdata,
       return -1;
   }
   else if (strcmp (key, "dir") == 0) {
-    other_file_mode = true;
     free (dir_path);
     dir_path = nbdkit_absolute_path (value);
     if (dir_path == NULL)
       return -1;
   }
   else if (strcmp (key, "fd") == 0)
-    other_file_mode = true;
+    fd_mode = true;
   return next (nxdata, key, value);
 }
 
@@ -175,8 +177,8 @@ deadline_config_complete (nbdkit_next_config_complete *next,
                                  : "no plugin was seen loaded before the filter";
   else if (below.filters_below > 0)
     not_direct = "another filter sits between this filter and the plugin";
-  else if (other_file_mode || file_path == NULL)
-    not_direct = "the file plugin was not given file=";
+  else if (fd_mode || (file_path == NULL && dir_path == NULL))
+    not_direct = "the file plugin was not given file= or dir=";
   else
     not_direct = NULL;
 
@@ -284,6 +286,38 @@ warn_threads (void)
            nbdkit_threads, THREADS_WANTED, THREADS_WANTED);
 }
 
+/* dir= and dispatch=auto: can the directory's files be opened O_DIRECT
+ * (tmpfs cannot)?  Tried on its first file or block device; an empty
+ * directory says yes (an export that cannot is refused at its open).
+ */
+static bool
+dir_takes_direct (const char *dir)
+{
+  DIR *d = opendir (dir);
+  struct dirent *de;
+  bool yes = true;
+
+  if (d == NULL)
+    return true;                /* the file plugin says why */
+  while ((de = readdir (d)) != NULL) {
+    struct stat st;
+    int fd;
+
+    if (de->d_name[0] == '.' || fstatat (dirfd (d), de->d_name, &st, 0) != 0 ||
+        !(S_ISREG (st.st_mode) || S_ISBLK (st.st_mode)))
+      continue;
+    fd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECT | O_CLOEXEC);
+    if (fd < 0 && errno == EINVAL)
+      yes = false;
+    if (fd >= 0)
+      close (fd);
+    if (fd >= 0 || errno == EINVAL)
+      break;
+  }
+  closedir (d);
+  return yes;
+}
+
 static int
 deadline_get_ready (int thread_model)
 {
@@ -294,6 +328,16 @@ deadline_get_ready (int thread_model)
   engine_params_default (&ep);
   ep.dispatch = mode;
   ep.path = file_path;
+  ep.dir = file_path ? NULL : dir_path; /* direct with dir=: each export's file */
+  if (mode == ENGINE_DIRECT && ep.dir && params.dispatch == DISPATCH_AUTO &&
+      !dir_takes_direct (dir_path)) {
+    nbdkit_debug ("deadline: direct unavailable in %s (no O_DIRECT); dispatch=auto -> next",
+                  dir_path);
+    mode = ENGINE_NEXT;
+  }
+  if (mode == ENGINE_NEXT)
+    ep.dir = NULL;
+  ep.dispatch = mode;
   ep.readonly = false;          /* falls back to read-only if refused */
   ep.tunables = params.tunables;
   ep.depth = params.depth;
@@ -323,7 +367,7 @@ deadline_get_ready (int thread_model)
   }
 
   engine = engine_new (&ep, err, sizeof err);
-  if (engine == NULL && mode == ENGINE_DIRECT && params.dispatch == DISPATCH_AUTO &&
+  if (engine == NULL && mode == ENGINE_DIRECT && ep.dir == NULL && params.dispatch == DISPATCH_AUTO &&
       errno == EINVAL) {
     /* auto: a file system without O_DIRECT (or an odd alignment) is no
      * reason to refuse; the layer below can still serve it.
@@ -347,7 +391,7 @@ deadline_get_ready (int thread_model)
     snprintf (info, sizeof info,
               "backing %s\ndispatch %s\ndepth %s%u\nmax_inflight_bytes %" PRIu64
               "\nsize_bytes %" PRIu64 "\nnbdkit_threads %d\n",
-              mode == ENGINE_DIRECT ? file_path : "next-layer",
+              mode == ENGINE_DIRECT ? (file_path ? file_path : dir_path) : "next-layer",
               mode == ENGINE_DIRECT ? "direct" : "next",
               ep.depth_auto ? "auto, at most " : "", ep.depth, ep.max_bytes,
               engine_size (engine), nbdkit_threads);
@@ -355,7 +399,7 @@ deadline_get_ready (int thread_model)
     nbdkit_debug ("deadline: control socket %s", params.control);
   }
   nbdkit_debug ("deadline: %s, depth %s%u, %" PRIu64 " bytes in flight, align %u%s",
-                mode == ENGINE_DIRECT ? file_path : "next layer",
+                mode == ENGINE_DIRECT ? (file_path ? file_path : dir_path) : "next layer",
                 ep.depth_auto ? "auto <= " : "", ep.depth, ep.max_bytes, engine_align (engine),
                 mode == ENGINE_DIRECT && engine_is_blockdev (engine) ? " (block device)" : "");
   return 0;
@@ -413,7 +457,7 @@ export_of (const char *name, uint32_t *id)
   uint64_t base = 0;
   int r;
 
-  if (dir_path && mode == ENGINE_NEXT) {
+  if (dir_path) {
     char *path = NULL;
 
     if (strchr (name, '/') != NULL || asprintf (&path, "%s/%s", dir_path, name) < 0)
@@ -425,7 +469,9 @@ export_of (const char *name, uint32_t *id)
   r = engine_export (engine, name, params_class_of (&params, name), base, id);
   if (r < 0) {
     nbdkit_error ("deadline: export '%s': %s", name,
-                  r == -ENOSPC ? "too many exports" : strerror (-r));
+                  r == -ENOSPC ? "too many exports"
+                  : r == -EINVAL && mode == ENGINE_DIRECT ? "O_DIRECT alignment above 4096"
+                  : strerror (-r));
     return -1;
   }
   return 0;
@@ -476,9 +522,15 @@ deadline_block_size (nbdkit_next *next, void *handle,
 static int
 deadline_can_write (nbdkit_next *next, void *handle)
 {
+  struct handle *h = handle;
   int r = next->can_write (next);
+  uint64_t size;
+  bool ro;
 
   if (r == 1 && mode == ENGINE_DIRECT && engine_readonly (engine))
+    return 0;
+  if (r == 1 && mode == ENGINE_DIRECT &&
+      engine_export_backing (engine, h->export_id, &size, &ro) && ro)
     return 0;
   return r;
 }

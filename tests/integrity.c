@@ -12,7 +12,10 @@
  * leaves their contents unspecified) until written again.
  *
  *   integrity [-c CONNS] [-d DEPTH] [-n OPS] [-s SEED] [-m MODEL] [-Z ALIGN]
- *             [-x EXPORT] SOCKET
+ *             [-x EXPORT] [-M LEN] SOCKET
+ *       -x opens EXPORT; -M makes every request at most LEN bytes (a
+ *       multiple of 4096) and aligned to 4096, so that each is one
+ *       request at the device (tests/test-shared-disk.sh).
  *       exit 0 if no mismatch; -m writes the model to MODEL and the
  *       known-byte mask to MODEL.mask for a later --compare; -Z keeps
  *       zero and trim ranges aligned (for layers below that need it).
@@ -245,6 +248,7 @@ on_done (void *user_data, int *error)
 /* Pick a range not overlapping anything in flight. */
 static uint64_t zalign;          /* -Z: zero/trim ranges aligned to this */
 static uint64_t rbase, rlen;     /* -r: the region (default: everything) */
+static uint64_t maxlen;          /* -M: longest request (0: any) */
 
 static bool
 pick_range (uint64_t *off, uint64_t *len, bool zero_or_trim)
@@ -270,6 +274,10 @@ pick_range (uint64_t *off, uint64_t *len, bool zero_or_trim)
     else {                      /* large, aligned to 512 */
       l = 512 * (1 + rnd_below (2048));
       o = 512 * rnd_below (size / 512);
+    }
+    if (maxlen) {               /* -M: short and aligned to 4096 */
+      o &= ~UINT64_C (4095);
+      l = l > maxlen ? maxlen : (l + 4095) & ~UINT64_C (4095);
     }
     if (rlen) {                 /* -r: fold into the region */
       o = rbase + o % rlen;
@@ -557,7 +565,7 @@ main (int argc, char *argv[])
   if (argc == 4 && strcmp (argv[1], "--compare") == 0)
     return compare_file (argv[2], argv[3]);
 
-  while ((opt = getopt (argc, argv, "c:d:n:s:m:Z:C:V:DEL:qr:x:")) != -1) {
+  while ((opt = getopt (argc, argv, "c:d:n:s:m:Z:C:V:DEL:qr:x:M:")) != -1) {
     switch (opt) {
     case 'c': conns = atoi (optarg); break;
     case 'd': depth = atoi (optarg); break;
@@ -572,6 +580,7 @@ main (int argc, char *argv[])
     case 'L': lat_limit_ns = strtoull (optarg, NULL, 10) * 1000000ULL; break;
     case 'q': quiet = true; break;
     case 'x': export = optarg; break;
+    case 'M': maxlen = strtoull (optarg, NULL, 10) & ~UINT64_C (4095); break;
     case 'r':
       if (sscanf (optarg, "%" SCNu64 ",%" SCNu64, &rbase, &rlen) != 2 || rlen == 0)
         goto usage;
@@ -583,7 +592,7 @@ main (int argc, char *argv[])
       depth < 1 || conns * depth > MAX_INFLIGHT) {
   usage:
     fprintf (stderr, "usage: integrity [-c CONNS] [-d DEPTH] [-n OPS] [-s SEED] [-m MODEL] [-Z ALIGN]\n"
-                     "                 [-C STATE] [-E] [-L MS] [-q] [-r OFF,LEN] [-x EXPORT] SOCKET\n"
+                     "                 [-C STATE] [-E] [-L MS] [-q] [-r OFF,LEN] [-x EXPORT] [-M LEN] SOCKET\n"
                      "       integrity -V STATE [-D] SOCKET\n"
                      "       integrity --compare FILE MODEL\n");
     return EXIT_FAILURE;
@@ -749,7 +758,7 @@ main (int argc, char *argv[])
    * pieces under fault injection, so that one error skips little).
    */
   {
-    uint64_t chunk = expect_errors ? 65536 : 1 << 20, read_fail = 0;
+    uint64_t chunk = expect_errors ? 65536 : maxlen ? maxlen : 1 << 20, read_fail = 0;
     struct op o = { .kind = K_READ, .conn = conns - 1, .len = 0 };
     uint8_t *buf = malloc (chunk);
     for (uint64_t off = 0; off < size; off += chunk) {

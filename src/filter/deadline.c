@@ -467,6 +467,9 @@ export_of (const char *name, uint32_t *id)
     free (path);
   }
   r = engine_export (engine, name, params_class_of (&params, name), base, id);
+  if (r == 0 && dir_path)
+    nbdkit_debug ("deadline: export '%s' sorts at byte %" PRIu64 " (class %s)", name, base,
+                  dl_prio_name (params_class_of (&params, name)));
   if (r < 0) {
     nbdkit_error ("deadline: export '%s': %s", name,
                   r == -ENOSPC ? "too many exports"

@@ -12,28 +12,45 @@
 
 #include "place.h"
 
-/* A partition: its start, in 512-byte sectors, from sysfs; a whole
- * disk starts at 0.
+/* One number from a sysfs file: 1 if read, 0 if there is no such
+ * file, -1 if it holds no number.
+ */
+static int
+sysfs_number (dev_t rdev, const char *name, unsigned long long *v)
+{
+  char path[96];
+  FILE *f;
+  int ok;
+
+  snprintf (path, sizeof path, "/sys/dev/block/%u:%u/%s", major (rdev), minor (rdev), name);
+  f = fopen (path, "r");
+  if (f == NULL)
+    return 0;
+  ok = fscanf (f, "%llu", v) == 1;
+  fclose (f);
+  return ok ? 1 : -1;
+}
+
+/* A block device: a partition at its start (in 512-byte sectors), a
+ * loop device at its offset into its backing (two loop devices at
+ * different offsets of one file are two partitions of it), a whole
+ * disk at 0.
  */
 static int
 partition_start (dev_t rdev, uint64_t *byte)
 {
-  char path[96];
-  unsigned long long sectors;
-  FILE *f;
-  int ok;
+  unsigned long long v;
+  int r;
 
-  snprintf (path, sizeof path, "/sys/dev/block/%u:%u/start", major (rdev), minor (rdev));
-  f = fopen (path, "r");
-  if (f == NULL) {
-    *byte = 0;                  /* no start: the whole disk */
-    return 0;
+  if ((r = sysfs_number (rdev, "start", &v)) != 0) {
+    *byte = (uint64_t) v * 512;
+    return r > 0 ? 0 : -1;
   }
-  ok = fscanf (f, "%llu", &sectors) == 1;
-  fclose (f);
-  if (!ok)
-    return -1;
-  *byte = (uint64_t) sectors * 512;
+  if ((r = sysfs_number (rdev, "loop/offset", &v)) != 0) {
+    *byte = v;
+    return r > 0 ? 0 : -1;
+  }
+  *byte = 0;
   return 0;
 }
 

@@ -370,16 +370,16 @@ earliest (uint64_t a, uint64_t b)
 uint64_t
 dl_classes_next_timer (const struct dl_classes *c, uint64_t now)
 {
-  uint64_t t = 0, o;
+  uint64_t t = 0;
   int i;
 
+  /* A lower class is held back only by something that ends with a
+   * completion or with one of these timers (the classes' own, and
+   * idle's grace): aging needs no timer of its own
+   * (tests/core/test-classes-random checks that one always comes).
+   */
   for (i = 0; i < DL_NPRIO; i++)
     t = earliest (t, dl_next_timer (c->cls[i], now));
-  /* A lower class held back: when it ages, and idle's grace ends. */
-  for (i = 1; i < DL_NPRIO; i++)
-    if ((o = oldest_waiting (c->cls[order[i]])) != UINT64_MAX &&
-        o + c->t.prio_aging_ns > now)
-      t = earliest (t, o + c->t.prio_aging_ns);
   if (dl_waiting (c->cls[DL_PRIO_IDLE]) && c->last_busy_ns + c->t.idle_grace_ns > now)
     t = earliest (t, c->last_busy_ns + c->t.idle_grace_ns);
   return t;

@@ -27,7 +27,7 @@
 # writer's share the flood alone for 8 s.  Prints medians over the runs
 # side by side: cat idle and under the flood and their ratio, the
 # reader's share (idle / flood cat), the writer's share (flood MiB/s
-# during the cat / alone), their sum, b's read p99 inside the filter
+# during the cat, from fio's bandwidth log, / alone), their sum, b's read p99 inside the filter
 # (idle and under the flood), and the longest wait of a's writes (fio's
 # max completion latency), under the command and the commit.
 set -euo pipefail
@@ -36,7 +36,7 @@ BENCH=$(cd "$(dirname "$0")" && pwd)
 source "$BENCH/slowstack.sh"
 ss_find_built "$BENCH"
 NBDKIT=${NBDKIT:-nbdkit}
-RUNS=3 NFILES=300 OUT= ROWS="apart shared a-idle b-rt plain" CAT_TIMEOUT=120
+RUNS=3 NFILES=1000 OUT= ROWS="apart shared a-idle b-rt plain" CAT_TIMEOUT=120
 while getopts "r:n:c:o:" o; do
     case $o in
         r) RUNS=$OPTARG ;; n) NFILES=$OPTARG ;; c) ROWS=$OPTARG ;; o) OUT=$OPTARG ;;
@@ -149,10 +149,22 @@ time_cat ()
 flood_start ()
 {
     local rt=${2:-3600}
+    rm -f "$1".bw*.log
     fio --name=flood --ioengine=nbd --uri="nbd+unix:///a?socket=$SA" --rw=write \
         --bs=256k --iodepth=16 --size=$((PART / 2)) --time_based --runtime="$rt" \
+        --write_bw_log="$1.bw" --log_avg_msec=100 \
         --output-format=json --output="$1" >/dev/null 2>&1 &
     FIO=$!
+    FIO_T0=$(now)
+}
+# window_bw JSON FROM TO: MiB/s written between two of our clock's
+# times, from fio's bandwidth log (100 ms averages, ms since its start)
+window_bw ()
+{
+    awk -F, -v a="$(awk -v x="$2" -v t="$FIO_T0" 'BEGIN { print (x - t) * 1000 }')" \
+            -v b="$(awk -v x="$3" -v t="$FIO_T0" 'BEGIN { print (x - t) * 1000 }')" \
+        '$1 >= a && $1 <= b { s += $2; n++ } END { printf "%.1f", n ? s / n / 1024 : 0 }' \
+        "$1".bw_bw*.log
 }
 flood_stop () { kill -INT "$FIO" 2>/dev/null || true; wait "$FIO" 2>/dev/null || true; FIO=; }
 # fio_field JSON bw|maxlat: MiB/s written, or the longest write (ms)
@@ -160,7 +172,8 @@ fio_field ()
 {
     python3 - "$1" "$2" <<'EOF'
 import json, sys
-w = json.load(open(sys.argv[1]))["jobs"][0]["write"]
+t = open(sys.argv[1]).read()
+w = json.loads(t[t.index("\n{") + 1 if not t.startswith("{") else 0:])["jobs"][0]["write"]
 print("%.1f" % (w["bw_bytes"] / 1048576 if sys.argv[2] == "bw" else w["clat_ns"]["max"] / 1e6))
 EOF
 }
@@ -191,9 +204,9 @@ for run in $(seq "$RUNS"); do
         idle=$(time_cat); p99i=$(read_p99 "$row"); down
         serve "$row"; drop_caches
         flood_start "$tmp/flood.json"; sleep 2
-        flood=$(time_cat); p99f=$(read_p99 "$row")
+        t0=$(now); flood=$(time_cat); t1=$(now); p99f=$(read_p99 "$row")
         flood_stop; down
-        bwd=$(fio_field "$tmp/flood.json" bw); maxw=$(fio_field "$tmp/flood.json" maxlat)
+        bwd=$(window_bw "$tmp/flood.json" "$t0" "$t1"); maxw=$(fio_field "$tmp/flood.json" maxlat)
         serve "$row"
         flood_start "$tmp/alone.json" 8; wait "$FIO" 2>/dev/null || true; FIO=
         down

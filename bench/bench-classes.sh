@@ -217,7 +217,7 @@ for run in $(seq "$RUNS"); do
     done
 done
 
-median () { tr ' ' '\n' | grep -v '^-$' | sort -g | awk '{ v[NR] = $1 } END {
+median () { tr ' ' '\n' | { grep -v '^-$' || true; } | sort -g | awk '{ v[NR] = $1 } END {
     if (NR == 0) { print "-"; exit } printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 col () { local row=$1 i=$2 run; for run in $(seq "$RUNS"); do echo "${R[$row.$run]}" | awk -v i="$i" '{ print $i }'; done | tr '\n' ' '; }
 {

@@ -4,9 +4,11 @@
 # pages on MANPATH so that Documentation= is checked too); the unit's
 # ExecStart, expanded as systemd would for an instance, started from the
 # example configuration, serves an export that a libnbd client reads and
-# writes, also under socket activation; configuration errors stop the
-# start with one line naming the file, line and key (exit 78); the
-# generator allows exactly the backing.
+# writes, also under socket activation; the exports of one disk from
+# one configuration ([export NAME] sections: one nbdkit, one scheduler,
+# each export its class); configuration errors stop the start with one
+# line naming the file, line and key (exit 78); the generator allows
+# exactly the backings.
 source "$(dirname "$0")/functions.sh"
 set -e
 requires_filter
@@ -18,6 +20,7 @@ START=$B/src/ctl/nbd-deadline-start
 export NBD_DEADLINE_CTL=$B/src/ctl/nbd-deadline-ctl
 export NBD_DEADLINE_FILTER=$FILTER
 export NBD_DEADLINE_CONFDIR=$tmpdir/etc
+export NBD_DEADLINE_RUNDIR=$tmpdir/run
 export NBDKIT
 requires test -x "$START"
 mkdir -p "$NBD_DEADLINE_CONFDIR"
@@ -115,6 +118,36 @@ wait $pid || fail "exit status $? after SIGTERM"
 ./integrity --compare "$disk" "$tmpdir/model" || fail "data on disk"
 echo "service t1: served, read and written, stopped cleanly"
 
+# ---- The exports of one disk: [export NAME] sections ------------------
+truncate -s 32M "$tmpdir/db.img" "$tmpdir/backup.img"
+printf '%s\n' "# two images of one disk, one scheduler" "listen = unix:$tmpdir/disk1.sock" \
+    "read-expire = 300ms" "" "[export db]" "backing = $tmpdir/db.img" "class = rt" "" \
+    "[export backup]" "backing = $tmpdir/backup.img" "class = idle" > "$NBD_DEADLINE_CONFDIR/disk1.conf"
+"$START" --dry-run disk1 >"$tmpdir/dry1" 2>&1 || { cat "$tmpdir/dry1"; fail "dry run of disk1"; }
+grep -q -- "file dir=$tmpdir/run/disk1.exports deadline-control=$tmpdir/run/disk1.ctl deadline-read-expire=300ms deadline-class=db:rt deadline-class=backup:idle" \
+    "$tmpdir/dry1" || { cat "$tmpdir/dry1"; fail "dry run does not serve both exports from one nbdkit"; }
+"$START" disk1 2>"$tmpdir/disk1.log" &
+pid=$!
+cleanup_fn "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
+wait_sockets $pid "$tmpdir/disk1.log" "$tmpdir/disk1.sock" "$tmpdir/run/disk1.ctl" ||
+    fail "disk1 does not serve"
+./integrity -x db -c 2 -d 8 -n 1500 -s 31 -m "$tmpdir/db.model" "$tmpdir/disk1.sock" >/dev/null &
+ipid=$!
+./integrity -x backup -c 2 -d 8 -n 1500 -s 32 -m "$tmpdir/backup.model" "$tmpdir/disk1.sock" >/dev/null ||
+    fail "integrity on backup"
+wait $ipid || fail "integrity on db"
+"$NBD_DEADLINE_CTL" -s "$tmpdir/run/disk1.ctl" --raw stats > "$tmpdir/stats1"
+for want in 'export_class{export_name="db",class="rt"} 1' 'export_class{export_name="backup",class="idle"} 1'; do
+    grep -qxF "$want" "$tmpdir/stats1" || fail "stats lack '$want'"
+done
+awk '$1 ~ /^class_reads_total\{class="(rt|idle)"\}$/ && $2 > 0 { n++ } END { exit n != 2 }' "$tmpdir/stats1" ||
+    fail "reads not counted in rt and idle: $(grep class_reads_total "$tmpdir/stats1")"
+kill $pid
+wait $pid || fail "disk1: exit status $? after SIGTERM"
+./integrity --compare "$tmpdir/db.img" "$tmpdir/db.model" || fail "db's data"
+./integrity --compare "$tmpdir/backup.img" "$tmpdir/backup.model" || fail "backup's data"
+echo "service disk1: two exports, one nbdkit, classes rt and idle, data in place"
+
 # ---- Socket activation (what nbd-deadline@t1.socket does) -------------
 if command -v systemd-socket-activate >/dev/null 2>&1; then
     sed -i "s|^listen = .*|listen = unix:$tmpdir/unused.sock|" "$NBD_DEADLINE_CONFDIR/t1.conf"
@@ -159,6 +192,13 @@ bad "bad.conf:2: listen: 'udp:1' is not unix:/PATH" "backing = $disk" "listen = 
 bad "bad.conf:2: threads: 'many' is not an integer" "backing = $disk" "threads = many"
 bad "bad.conf:2: readonly: 'maybe' is not yes or no" "backing = $disk" "readonly = maybe"
 bad "bad.conf:1: 'just words' is not KEY = VALUE" "just words"
+bad "bad.conf:1: backing: give it in each [export NAME] section" \
+    "backing = $disk" "[export a]" "backing = $disk"
+bad "bad.conf:3: read-expire: not a key of an export" "[export a]" "backing = $disk" "read-expire = 1s"
+bad "bad.conf:3: class: 'fast' is not rt, be or idle" "[export a]" "backing = $disk" "class = fast"
+bad "bad.conf:1: '[export a/b]' is not [export NAME]" "[export a/b]" "backing = $disk"
+bad "bad.conf:1: export a: backing: missing" "[export a]" "class = rt"
+bad "bad.conf:3: export a: already on line 1" "[export a]" "backing = $disk" "[export a]"
 out=$("$START" missing 2>&1) && fail "a missing configuration started"
 echo "refused: $out"
 
@@ -183,6 +223,9 @@ rm -f "$NBD_DEADLINE_CONFDIR/bad.conf"
 "$START" --generate "$tmpdir/gen"
 grep -qx "ReadWritePaths=$disk" "$tmpdir/gen/nbd-deadline@t1.service.d/50-backing.conf" ||
     fail "generator: $(cat "$tmpdir/gen/nbd-deadline@t1.service.d/50-backing.conf")"
+g=$tmpdir/gen/nbd-deadline@disk1.service.d/50-backing.conf
+[ "$(grep -c '^ReadWritePaths=' "$g")" = 2 ] && grep -qx "ReadWritePaths=$tmpdir/db.img" "$g" &&
+    grep -qx "ReadWritePaths=$tmpdir/backup.img" "$g" || fail "generator for disk1: $(cat "$g")"
 if [ -f "$NBD_DEADLINE_CONFDIR/dev1.conf" ]; then
     grep -qx "DeviceAllow=$loopdev rw" "$tmpdir/gen/nbd-deadline@dev1.service.d/50-backing.conf" ||
         fail "generator for a device"

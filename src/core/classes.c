@@ -19,15 +19,26 @@
  *                  back (its anticipation), no lower class starts a
  *                  unit: the device is the reader's for its think time,
  *                  as within a class (anticipate.c);
- *   lower_capped   while rt has work, the lower classes keep at most
- *                  half the depth (at least one unit), so that an rt
- *                  request finds a free slot rather than waiting for
- *                  the whole depth of be writes;
+ *   rt_held        and after an rt read completes with no rt work left,
+ *                  none starts one for `anticipate` either, learned or
+ *                  not: rt's readers may come over several connections
+ *                  (nbdfuse, a kernel client), where no one reader is
+ *                  learned, and rt is the class that the device waits
+ *                  for (aging still bounds the others);
+ *   lower_capped   while rt has work, or had some in the last
+ *                  RT_RECENT_NS, the lower classes keep at most half the
+ *                  depth (at least one unit), so that an rt request
+ *                  finds a free slot rather than waiting for the whole
+ *                  depth of be writes: between two reads of an rt
+ *                  reader (its think time) rt has no work, and without
+ *                  the window be would fill the depth just then;
  *   idle_quiet     idle units go only when no rt or be request has
  *                  arrived for idle_grace and none is at the device:
  *                  idle work uses a disk that is otherwise idle, and a
  *                  reader's next read, coming within the grace, finds no
- *                  idle unit before it;
+ *                  idle unit before it; and idle keeps at most half the
+ *                  depth, so that the read that ends a quiet spell
+ *                  waits for fewer of its units;
  *   cross holds    a request overlapping a conflicting unit of another
  *                  class (possible when an export changes class while
  *                  its requests wait, or two exports share a file)
@@ -47,6 +58,11 @@
 
 #include "sched-internal.h"
 
+/* An rt reader's think time is at most this (a dependent reader that
+ * thinks longer is not waited for by anticipation either).
+ */
+#define RT_RECENT_NS DL_READER_RECENT_NS
+
 /* Service order. */
 static const enum dl_prio order[DL_NPRIO] = { DL_PRIO_RT, DL_PRIO_BE, DL_PRIO_IDLE };
 static const char *const prio_names[DL_NPRIO] = {
@@ -58,6 +74,8 @@ struct dl_classes {
   struct dl_tunables t;
   uint32_t depth;
   uint64_t last_busy_ns;        /* last arrival of an rt or be request */
+  uint64_t rt_last_ns;          /* last arrival or completion of an rt one */
+  uint64_t rt_read_done_ns;     /* last completion of an rt read */
   struct dl_list crossed;       /* requests held for another class's */
   uint64_t ncrossed;
   uint64_t prio_aged, class_holds;
@@ -186,6 +204,8 @@ dl_classes_insert (struct dl_classes *c, struct dl_req *r, uint64_t now)
     return -EINVAL;
   if (r->prio != DL_PRIO_IDLE)
     c->last_busy_ns = now;
+  if (r->prio == DL_PRIO_RT)
+    c->rt_last_ns = now;
   if (crosses (c, r, true)) {
     r->arrival_ns = now;
     r->state = DL_S_NEW;
@@ -257,23 +277,46 @@ class_expected (const struct dl_classes *c, int k, uint64_t now)
   return false;
 }
 
+/* The lower classes' share of the depth beside rt, and idle's. */
+static uint64_t
+half_depth (const struct dl_classes *c)
+{
+  uint32_t depth = c->depth ? c->depth : 2;
+
+  return depth / 2 ? depth / 2 : 1;
+}
+
 static bool
-lower_capped (const struct dl_classes *c)
+lower_capped (const struct dl_classes *c, uint64_t now)
 {
   const struct dl_sched *rt = c->cls[DL_PRIO_RT];
   uint64_t lower = c->cls[DL_PRIO_BE]->st.inflight + c->cls[DL_PRIO_IDLE]->st.inflight;
-  uint32_t depth = c->depth ? c->depth : 2;
-  uint64_t cap = depth / 2 ? depth / 2 : 1;
+  uint64_t cap = half_depth (c);
 
-  if (dl_waiting (rt) == 0 && rt->st.inflight == 0)
+  if (dl_waiting (rt) == 0 && rt->st.inflight == 0 &&
+      (c->rt_last_ns == 0 || now >= c->rt_last_ns + RT_RECENT_NS))
     return false;
   return lower >= cap;
+}
+
+/* The end of the wait for rt's next read, or 0 if none is in force. */
+static uint64_t
+rt_held_until (const struct dl_classes *c, uint64_t now)
+{
+  const struct dl_sched *rt = c->cls[DL_PRIO_RT];
+  uint64_t until = c->rt_read_done_ns + c->t.anticipate_ns;
+
+  if (c->rt_read_done_ns == 0 || c->t.anticipate_ns == 0 || now >= until ||
+      dl_waiting (rt) != 0 || rt->st.inflight != 0)
+    return 0;
+  return until;
 }
 
 static bool
 idle_quiet (const struct dl_classes *c, uint64_t now)
 {
-  if (c->cls[DL_PRIO_RT]->st.inflight || c->cls[DL_PRIO_BE]->st.inflight)
+  if (c->cls[DL_PRIO_RT]->st.inflight || c->cls[DL_PRIO_BE]->st.inflight ||
+      c->cls[DL_PRIO_IDLE]->st.inflight >= half_depth (c))
     return false;
   return c->last_busy_ns == 0 || now >= c->last_busy_ns + c->t.idle_grace_ns;
 }
@@ -297,7 +340,8 @@ dl_classes_dispatch (struct dl_classes *c, uint64_t now)
     if (dl_waiting (c->cls[p]) == 0 && c->cls[p]->pending_flush == NULL &&
         !antic_expecting (c->cls[p], now))
       continue;
-    if (k > 0 && (class_expected (c, k, now) || lower_capped (c)))
+    if (k > 0 && (class_expected (c, k, now) || rt_held_until (c, now) ||
+                  lower_capped (c, now)))
       return NULL;
     if (p == DL_PRIO_IDLE && !idle_quiet (c, now))
       return NULL;
@@ -311,6 +355,11 @@ void
 dl_classes_complete (struct dl_classes *c, struct dl_req *u, uint64_t now)
 {
   dl_complete (class_of (c, u), u, now);
+  if (u->prio == DL_PRIO_RT) {
+    c->rt_last_ns = now;
+    if (u->op == DL_OP_READ)
+      c->rt_read_done_ns = now;
+  }
   if (c->ncrossed)
     release_crossed (c, now);
 }
@@ -380,6 +429,7 @@ dl_classes_next_timer (const struct dl_classes *c, uint64_t now)
    */
   for (i = 0; i < DL_NPRIO; i++)
     t = earliest (t, dl_next_timer (c->cls[i], now));
+  t = earliest (t, rt_held_until (c, now));
   if (dl_waiting (c->cls[DL_PRIO_IDLE]) && c->last_busy_ns + c->t.idle_grace_ns > now)
     t = earliest (t, c->last_busy_ns + c->t.idle_grace_ns);
   return t;

@@ -448,13 +448,15 @@ uint64_t dl_piece_wait (struct dl_sched *s, uint64_t paused_ns, uint64_t now_ns)
  * the same contract as dl_sched's; each request goes to its r->prio.
  * With every request in BE the order is exactly dl_sched's.
  *
- *   RT first:  RT units go before BE, BE before IDLE; while RT has work,
- *              the lower classes keep at most half the depth; while a
+ *   RT first:  RT units go before BE, BE before IDLE; while RT has work
+ *              (or had, within 100 ms), the lower classes keep at most
+ *              half the depth; after an RT read, with no RT work
+ *              left, they wait up to `anticipate` for RT's next; while a
  *              class's dependent reader is expected back (anticipation),
  *              no lower class starts a unit.
  *   aging:     a BE or IDLE unit that has waited prio_aging goes first.
  *   IDLE:      only once no RT or BE request has arrived for idle_grace
- *              and none is at the device.
+ *              and none is at the device; at most half the depth.
  *   hazards:   a request overlapping a conflicting one of another class
  *              waits until it completes, as within a class.
  */

@@ -9,7 +9,7 @@
  *   - no request passes an earlier overlapping conflicting one (either
  *     a write), whatever their classes;
  *   - an idle unit goes only when no rt or be unit is at the device,
- *     unless it has aged (prio_aging);
+ *     and idle keeps half the depth, unless it has aged (prio_aging);
  *   - the depth's lower half rule: while rt has work, be and idle keep
  *     at most half the depth, unless aged;
  *
@@ -82,9 +82,11 @@ on_dispatch (struct dl_classes *c, struct dl_req *u, uint32_t depth,
       }
   }
   aged = class_aged ((enum dl_prio) u->prio, t);
-  if (u->prio == DL_PRIO_IDLE && !aged)
+  if (u->prio == DL_PRIO_IDLE && !aged) {
     for (i = 0; i < ndev; i++)
       CHECK (dev[i]->prio == DL_PRIO_IDLE);
+    CHECK (ndev < (int) (depth / 2 ? depth / 2 : 1));
+  }
   if (u->prio != DL_PRIO_RT && rt_busy && !aged)
     CHECK (lower < (int) (depth / 2 ? depth / 2 : 1));
   for (m = u; m; m = m->next_member)

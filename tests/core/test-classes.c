@@ -4,9 +4,10 @@
  * at most half the depth; a be or idle unit that has waited prio_aging
  * goes first; idle only after idle_grace of rt/be quiet and none at the
  * device; while a higher class's dependent reader is expected back no
- * lower class starts a unit; a request overlapping a conflicting one of
- * another class waits for it; with every request in be the order is
- * exactly one dl_sched's; bad class names are refused.
+ * lower class starts a unit, nor for `anticipate` after an rt read with
+ * no rt work left; idle keeps half the depth; a request overlapping a
+ * conflicting one of another class waits for it; with every request in
+ * be the order is exactly one dl_sched's; bad class names are refused.
  */
 #include "testlib.h"
 
@@ -99,7 +100,9 @@ test_order (void)
   finish_classes (c);
 }
 
-/* While rt has work, be keeps at most half the depth at the device. */
+/* While rt has work, or had within 100 ms, be keeps at most half the
+ * depth at the device.
+ */
 static void
 test_lower_capped (void)
 {
@@ -126,7 +129,12 @@ test_lower_capped (void)
   CHECK (be[1] != NULL && be[1]->prio == DL_PRIO_BE);
   CHECK (dl_classes_dispatch (c, now) == NULL);
   done (c, rt);
-  be[2] = dl_classes_dispatch (c, now);           /* rt done: the slot is be's */
+  /* rt done: still half for be while rt may come back (its think time) */
+  CHECK (dl_classes_dispatch (c, now) == NULL);
+  now += 99 * MS;
+  CHECK (dl_classes_dispatch (c, now) == NULL);
+  now += 1 * MS;
+  be[2] = dl_classes_dispatch (c, now);           /* then the slot is be's */
   CHECK (be[2] != NULL && be[2]->prio == DL_PRIO_BE);
   for (k = 0; k < 3; k++)
     done (c, be[k]);
@@ -197,6 +205,64 @@ test_idle_grace (void)
   u = dl_classes_dispatch (c, now);
   CHECK (u == i);
   done (c, u);
+  finish_classes (c);
+}
+
+/* After an rt read completes with no rt work left, be waits up to
+ * `anticipate` (20 ms) for rt's next read, learned reader or not; the
+ * timer says when; rt's next read within it goes first.
+ */
+static void
+test_rt_held (void)
+{
+  struct dl_classes *c = mkclasses (NULL, 2);
+  struct dl_req *r, *u, *w;
+  uint64_t t0;
+
+  r = cins (c, DL_PRIO_RT, DL_OP_READ, 0, 4 * KiB, 1);
+  w = cins (c, DL_PRIO_BE, DL_OP_WRITE, 1ULL << 30, 4 * KiB, 2);
+  u = dl_classes_dispatch (c, now);
+  CHECK (u == r);
+  now += 1 * MS;
+  done (c, u);
+  t0 = now;
+  CHECK (dl_classes_dispatch (c, now) == NULL);
+  CHECK_EQ (dl_classes_next_timer (c, now), t0 + 20 * MS);
+  now += 5 * MS;
+  r = cins (c, DL_PRIO_RT, DL_OP_READ, 8 * KiB, 4 * KiB, 3);  /* another connection */
+  u = dl_classes_dispatch (c, now);
+  CHECK (u == r);
+  now += 1 * MS;
+  done (c, u);
+  t0 = now;
+  now = t0 + 19 * MS;
+  CHECK (dl_classes_dispatch (c, now) == NULL);
+  now = t0 + 20 * MS;
+  u = dl_classes_dispatch (c, now);
+  CHECK (u == w);
+  done (c, u);
+  finish_classes (c);
+}
+
+/* Alone on the disk, idle still keeps at most half the depth. */
+static void
+test_idle_half (void)
+{
+  struct dl_classes *c = mkclasses (no_anticipation, 4);
+  struct dl_req *u[3];
+  int k;
+
+  for (k = 0; k < 5; k++)
+    cins (c, DL_PRIO_IDLE, DL_OP_WRITE, (uint64_t) k << 30, 4 * KiB, 1);
+  u[0] = dl_classes_dispatch (c, now);
+  u[1] = dl_classes_dispatch (c, now);
+  CHECK (u[0] != NULL && u[1] != NULL);
+  CHECK (dl_classes_dispatch (c, now) == NULL);
+  done (c, u[0]);
+  u[2] = dl_classes_dispatch (c, now);
+  CHECK (u[2] != NULL);
+  done (c, u[1]);
+  done (c, u[2]);
   finish_classes (c);
 }
 
@@ -415,6 +481,8 @@ main (void)
   test_aging ();
   test_idle_grace ();
   test_idle_bound ();
+  test_rt_held ();
+  test_idle_half ();
   test_cross_hazard ();
   test_expected_reader (true);
   test_expected_reader (false);

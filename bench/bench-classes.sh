@@ -4,7 +4,7 @@
 # on export a, the AMIW cat on export b, with one scheduler for the
 # disk or one per export, and with priority classes.
 #
-#   sudo bench/bench-classes.sh [-r RUNS] [-n FILES] [-c "ROW ..."] [-o FILE]
+#   sudo bench/bench-classes.sh [-r RUNS] [-n FILES] [-c "ROW ..."] [-x "k=v ..."] [-o FILE]
 #
 # The disk: bench/slowdisk (its default model: one spindle, 8 ms seeks),
 # data in a tmpfs file; nbdfuse over it; two loop devices at two offsets
@@ -37,9 +37,11 @@ source "$BENCH/slowstack.sh"
 ss_find_built "$BENCH"
 NBDKIT=${NBDKIT:-nbdkit}
 RUNS=3 NFILES=1000 OUT= ROWS="apart shared a-idle b-rt plain" CAT_TIMEOUT=120
-while getopts "r:n:c:o:" o; do
+EXTRA=
+while getopts "r:n:c:o:x:" o; do
     case $o in
         r) RUNS=$OPTARG ;; n) NFILES=$OPTARG ;; c) ROWS=$OPTARG ;; o) OUT=$OPTARG ;;
+        x) EXTRA=$OPTARG ;;
         *) sed -n '2,/^set /p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
@@ -101,13 +103,15 @@ disk_up ()
 # serve ROW: the server(s) of a row; b's client, ext4 mounted on m3.
 serve ()
 {
-    local row=$1 f=(--filter="$FILTER") tag
+    local row=$1 f=(--filter="$FILTER") tag x=()
+    # shellcheck disable=SC2206
+    [ -n "$EXTRA" ] && x=($EXTRA)
     rm -f "$tmp"/*.sock.srv "$tmp/f2.pid" "$tmp/ctl"
     case $row in
         apart)
-            $NBDKIT -f -t 64 --unix "$tmp/a.sock.srv" "${f[@]}" file dir="$tmp/dir-a" 2>"$tmp/a.log" &
+            $NBDKIT -f -t 64 --unix "$tmp/a.sock.srv" "${f[@]}" file dir="$tmp/dir-a" "${x[@]}" 2>"$tmp/a.log" &
             SRV+=($!)
-            $NBDKIT -f -t 64 --unix "$tmp/b.sock.srv" "${f[@]}" file dir="$tmp/dir-b" \
+            $NBDKIT -f -t 64 --unix "$tmp/b.sock.srv" "${f[@]}" file dir="$tmp/dir-b" "${x[@]}" \
                 deadline-control="$tmp/ctl" 2>"$tmp/b.log" &
             SRV+=($!) ;;
         plain)
@@ -117,7 +121,7 @@ serve ()
             local cls=()
             [ "$row" = a-idle ] && cls=(deadline-class=a:idle)
             [ "$row" = b-rt ] && cls=(deadline-class=b:rt)
-            $NBDKIT -f -t 64 --unix "$tmp/ab.sock.srv" "${f[@]}" file dir="$tmp/dir" \
+            $NBDKIT -f -t 64 --unix "$tmp/ab.sock.srv" "${f[@]}" file dir="$tmp/dir" "${x[@]}" \
                 deadline-control="$tmp/ctl" "${cls[@]}" 2>"$tmp/ab.log" &
             SRV+=($!) ;;
     esac
@@ -205,6 +209,10 @@ for run in $(seq "$RUNS"); do
         serve "$row"; drop_caches
         flood_start "$tmp/flood.json"; sleep 2
         t0=$(now); flood=$(time_cat); t1=$(now); p99f=$(read_p99 "$row")
+        if [ -n "${VERBOSE:-}" ] && [ -S "$tmp/ctl" ]; then
+            "$CTL" -s "$tmp/ctl" --raw stats | grep -E "^(depth_now|inflight_max|antic_|read_(queue|device)_latency_p(50|99)|preemptions|write_holds|prio_aged)|class_(read|waiting|inflight).*\"(rt|be)\"" | tr '\n' ' ' >&2
+            echo >&2
+        fi
         flood_stop; down
         bwd=$(window_bw "$tmp/flood.json" "$t0" "$t1"); maxw=$(fio_field "$tmp/flood.json" maxlat)
         serve "$row"

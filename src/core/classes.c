@@ -15,30 +15,32 @@
  *   class_aged     a be or idle unit that has waited prio_aging goes
  *                  before every class above it: the bound on starvation
  *                  (mq-deadline's prio_aging_expire, 10 s as there);
- *   class_expected while a higher class's dependent reader is expected
- *                  back (its anticipation), no lower class starts a
- *                  unit: the device is the reader's for its think time,
- *                  as within a class (anticipate.c);
- *   rt_held        and after an rt read completes with no rt work left,
- *                  none starts one for `anticipate` either, learned or
- *                  not: rt's readers may come over several connections
- *                  (nbdfuse, a kernel client), where no one reader is
- *                  learned, and rt is the class that the device waits
- *                  for (aging still bounds the others);
- *   lower_capped   while rt has work, or had some in the last
- *                  RT_RECENT_NS, the lower classes keep at most half the
- *                  depth (at least one unit), so that an rt request
- *                  finds a free slot rather than waiting for the whole
- *                  depth of be writes: between two reads of an rt
- *                  reader (its think time) rt has no work, and without
- *                  the window be would fill the depth just then;
+ *   rt_held        after an rt read completes with no rt work left, no
+ *                  lower class starts a unit for `anticipate`: the
+ *                  device waits for rt's next read, as anticipation
+ *                  does within a class (anticipate.c), but for any rt
+ *                  reader, learned or not: rt's readers may come over
+ *                  several connections (nbdfuse, a kernel client),
+ *                  where no one reader is learned (aging still bounds
+ *                  the others);
+ *   rt_busy        while rt has work (waiting or at the device), no
+ *                  lower class starts a unit: a disk without command
+ *                  queueing serves what it holds in order, so each unit
+ *                  of another class beside rt's is a wait (and a seek)
+ *                  before rt's next (bench/results: with half the depth
+ *                  for be, rt's reads waited at the device behind it);
+ *   lower_capped   and for RT_RECENT_NS after rt's last request, the
+ *                  lower classes keep at most half the depth (at least
+ *                  one unit): rt's next request then finds a free slot;
  *   idle_quiet     idle units go only when no rt or be request has
  *                  arrived for idle_grace and none is at the device:
  *                  idle work uses a disk that is otherwise idle, and a
  *                  reader's next read, coming within the grace, finds no
- *                  idle unit before it; and idle keeps at most half the
- *                  depth, so that the read that ends a quiet spell
- *                  waits for fewer of its units;
+ *                  idle unit before it; and until rt and be have been
+ *                  quiet for IDLE_RAMP idle_graces, idle keeps at most
+ *                  half the depth, so that the read that ends a short
+ *                  quiet spell waits for fewer of its units, while an
+ *                  idle class alone on the disk for long has all of it;
  *   cross holds    a request overlapping a conflicting unit of another
  *                  class (possible when an export changes class while
  *                  its requests wait, or two exports share a file)
@@ -62,6 +64,11 @@
  * thinks longer is not waited for by anticipation either).
  */
 #define RT_RECENT_NS DL_READER_RECENT_NS
+
+/* Idle has the whole depth once rt and be have been quiet this many
+ * idle_graces (before, half).
+ */
+#define IDLE_RAMP 10
 
 /* Service order. */
 static const enum dl_prio order[DL_NPRIO] = { DL_PRIO_RT, DL_PRIO_BE, DL_PRIO_IDLE };
@@ -263,20 +270,6 @@ class_aged (const struct dl_classes *c, enum dl_prio p, uint64_t now)
   return t != UINT64_MAX && now >= t && now - t >= c->t.prio_aging_ns;
 }
 
-/* Is a class above the one at position k in the service order keeping
- * the device for its dependent reader?
- */
-static bool
-class_expected (const struct dl_classes *c, int k, uint64_t now)
-{
-  int j;
-
-  for (j = 0; j < k; j++)
-    if (antic_expecting (c->cls[order[j]], now))
-      return true;
-  return false;
-}
-
 /* The lower classes' share of the depth beside rt, and idle's. */
 static uint64_t
 half_depth (const struct dl_classes *c)
@@ -287,16 +280,21 @@ half_depth (const struct dl_classes *c)
 }
 
 static bool
-lower_capped (const struct dl_classes *c, uint64_t now)
+rt_busy (const struct dl_classes *c)
 {
   const struct dl_sched *rt = c->cls[DL_PRIO_RT];
-  uint64_t lower = c->cls[DL_PRIO_BE]->st.inflight + c->cls[DL_PRIO_IDLE]->st.inflight;
-  uint64_t cap = half_depth (c);
 
-  if (dl_waiting (rt) == 0 && rt->st.inflight == 0 &&
-      (c->rt_last_ns == 0 || now >= c->rt_last_ns + RT_RECENT_NS))
+  return dl_waiting (rt) != 0 || rt->st.inflight != 0;
+}
+
+static bool
+lower_capped (const struct dl_classes *c, uint64_t now)
+{
+  uint64_t lower = c->cls[DL_PRIO_BE]->st.inflight + c->cls[DL_PRIO_IDLE]->st.inflight;
+
+  if (c->rt_last_ns == 0 || now >= c->rt_last_ns + RT_RECENT_NS)
     return false;
-  return lower >= cap;
+  return lower >= half_depth (c);
 }
 
 /* The end of the wait for rt's next read, or 0 if none is in force. */
@@ -315,10 +313,14 @@ rt_held_until (const struct dl_classes *c, uint64_t now)
 static bool
 idle_quiet (const struct dl_classes *c, uint64_t now)
 {
-  if (c->cls[DL_PRIO_RT]->st.inflight || c->cls[DL_PRIO_BE]->st.inflight ||
-      c->cls[DL_PRIO_IDLE]->st.inflight >= half_depth (c))
+  if (c->cls[DL_PRIO_RT]->st.inflight || c->cls[DL_PRIO_BE]->st.inflight)
     return false;
-  return c->last_busy_ns == 0 || now >= c->last_busy_ns + c->t.idle_grace_ns;
+  if (c->last_busy_ns == 0)
+    return true;                /* never anything else: the disk is idle's */
+  if (now < c->last_busy_ns + c->t.idle_grace_ns)
+    return false;
+  return now >= c->last_busy_ns + IDLE_RAMP * c->t.idle_grace_ns ||
+    c->cls[DL_PRIO_IDLE]->st.inflight < half_depth (c);
 }
 
 struct dl_req *
@@ -337,11 +339,9 @@ dl_classes_dispatch (struct dl_classes *c, uint64_t now)
   for (k = 0; k < DL_NPRIO; k++) {
     enum dl_prio p = order[k];
 
-    if (dl_waiting (c->cls[p]) == 0 && c->cls[p]->pending_flush == NULL &&
-        !antic_expecting (c->cls[p], now))
+    if (dl_waiting (c->cls[p]) == 0)
       continue;
-    if (k > 0 && (class_expected (c, k, now) || rt_held_until (c, now) ||
-                  lower_capped (c, now)))
+    if (k > 0 && (rt_busy (c) || rt_held_until (c, now) || lower_capped (c, now)))
       return NULL;
     if (p == DL_PRIO_IDLE && !idle_quiet (c, now))
       return NULL;

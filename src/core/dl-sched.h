@@ -449,14 +449,14 @@ uint64_t dl_piece_wait (struct dl_sched *s, uint64_t paused_ns, uint64_t now_ns)
  * With every request in BE the order is exactly dl_sched's.
  *
  *   RT first:  RT units go before BE, BE before IDLE; while RT has work
- *              (or had, within 100 ms), the lower classes keep at most
- *              half the depth; after an RT read, with no RT work
- *              left, they wait up to `anticipate` for RT's next; while a
- *              class's dependent reader is expected back (anticipation),
- *              no lower class starts a unit.
+ *              no lower class starts a unit, nor for `anticipate` after
+ *              an RT read (RT's next read comes first), and within
+ *              100 ms of RT's last request they keep at most half the
+ *              depth.
  *   aging:     a BE or IDLE unit that has waited prio_aging goes first.
  *   IDLE:      only once no RT or BE request has arrived for idle_grace
- *              and none is at the device; at most half the depth.
+ *              and none is at the device; half the depth until they
+ *              have been quiet for 10 idle_graces.
  *   hazards:   a request overlapping a conflicting one of another class
  *              waits until it completes, as within a class.
  */

@@ -9,9 +9,9 @@
  *   - no request passes an earlier overlapping conflicting one (either
  *     a write), whatever their classes;
  *   - an idle unit goes only when no rt or be unit is at the device,
- *     and idle keeps half the depth, unless it has aged (prio_aging);
- *   - the depth's lower half rule: while rt has work, be and idle keep
- *     at most half the depth, unless aged;
+ *     unless it has aged (prio_aging);
+ *   - while rt has a unit at the device, be and idle start none, unless
+ *     aged;
  *
  * and at the end every request has completed once, and none waited
  * longer than prio_aging beyond what the device's queue explains.
@@ -85,10 +85,9 @@ on_dispatch (struct dl_classes *c, struct dl_req *u, uint32_t depth,
   if (u->prio == DL_PRIO_IDLE && !aged) {
     for (i = 0; i < ndev; i++)
       CHECK (dev[i]->prio == DL_PRIO_IDLE);
-    CHECK (ndev < (int) (depth / 2 ? depth / 2 : 1));
   }
   if (u->prio != DL_PRIO_RT && rt_busy && !aged)
-    CHECK (lower < (int) (depth / 2 ? depth / 2 : 1));
+    CHECK (!"a lower class's unit beside rt's");
   for (m = u; m; m = m->next_member)
     ((struct rec *) m)->state = 1;
   (void) c;

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Rules (beyond the seed: priority classes, classes.c), one block each:
- * rt before be before idle; while rt has work the lower classes keep
- * at most half the depth; a be or idle unit that has waited prio_aging
+ * rt before be before idle; while rt has work the lower classes start
+ * nothing, and keep half the depth for 100 ms after; a be or idle unit that has waited prio_aging
  * goes first; idle only after idle_grace of rt/be quiet and none at the
- * device; while a higher class's dependent reader is expected back no
- * lower class starts a unit, nor for `anticipate` after an rt read with
- * no rt work left; idle keeps half the depth; a request overlapping a
+ * device; no lower class starts a unit for `anticipate` after an rt
+ * read with no rt work left; idle keeps half the depth for a while; a request overlapping a
  * conflicting one of another class waits for it; with every request in
  * be the order is exactly one dl_sched's; bad class names are refused.
  */
@@ -100,8 +99,8 @@ test_order (void)
   finish_classes (c);
 }
 
-/* While rt has work, or had within 100 ms, be keeps at most half the
- * depth at the device.
+/* While rt has work, be starts nothing; within 100 ms of rt's last
+ * request it keeps at most half the depth at the device.
  */
 static void
 test_lower_capped (void)
@@ -122,14 +121,14 @@ test_lower_capped (void)
   rt = cins (c, DL_PRIO_RT, DL_OP_READ, 1ULL << 40, 4 * KiB, 2);
   u = dl_classes_dispatch (c, now);
   CHECK (u == rt);
-  /* rt at the device: be gets 2 (of 4), not 3. */
+  /* rt at the device: be starts nothing beside it. */
+  CHECK (dl_classes_dispatch (c, now) == NULL);
+  done (c, rt);
+  /* rt done: half the depth for be while rt may come back */
   be[0] = dl_classes_dispatch (c, now);
   be[1] = dl_classes_dispatch (c, now);
   CHECK (be[0] != NULL && be[0]->prio == DL_PRIO_BE);
   CHECK (be[1] != NULL && be[1]->prio == DL_PRIO_BE);
-  CHECK (dl_classes_dispatch (c, now) == NULL);
-  done (c, rt);
-  /* rt done: still half for be while rt may come back (its think time) */
   CHECK (dl_classes_dispatch (c, now) == NULL);
   now += 99 * MS;
   CHECK (dl_classes_dispatch (c, now) == NULL);
@@ -244,14 +243,21 @@ test_rt_held (void)
   finish_classes (c);
 }
 
-/* Alone on the disk, idle still keeps at most half the depth. */
+/* Soon after rt or be, idle keeps at most half the depth; once they
+ * have been quiet for 10 idle_graces, all of it.
+ */
 static void
 test_idle_half (void)
 {
   struct dl_classes *c = mkclasses (no_anticipation, 4);
-  struct dl_req *u[3];
+  struct dl_req *u[3], *b;
   int k;
 
+  b = cins (c, DL_PRIO_BE, DL_OP_READ, 1ULL << 40, 4 * KiB, 2);
+  u[0] = dl_classes_dispatch (c, now);
+  CHECK (u[0] == b);
+  done (c, u[0]);
+  now += 100 * MS;                      /* the grace: idle may go */
   for (k = 0; k < 5; k++)
     cins (c, DL_PRIO_IDLE, DL_OP_WRITE, (uint64_t) k << 30, 4 * KiB, 1);
   u[0] = dl_classes_dispatch (c, now);
@@ -261,6 +267,11 @@ test_idle_half (void)
   done (c, u[0]);
   u[2] = dl_classes_dispatch (c, now);
   CHECK (u[2] != NULL);
+  now += 899 * MS;
+  CHECK (dl_classes_dispatch (c, now) == NULL);   /* still half */
+  now += 1 * MS;
+  CHECK ((u[0] = dl_classes_dispatch (c, now)) != NULL);  /* the whole depth */
+  done (c, u[0]);
   done (c, u[1]);
   done (c, u[2]);
   finish_classes (c);
@@ -308,10 +319,10 @@ test_cross_hazard (void)
   CHECK_EQ (dl_classes_waiting (c), 3);
   u = dl_classes_dispatch (c, now);
   CHECK (u == far);             /* rt first, but not the held read */
-  v = dl_classes_dispatch (c, now);
-  CHECK (v == w);
-  CHECK (dl_classes_dispatch (c, now) == NULL);
+  CHECK (dl_classes_dispatch (c, now) == NULL);   /* nothing beside rt's */
   done (c, u);
+  v = dl_classes_dispatch (c, now);
+  CHECK (v == w);               /* the held read is not rt's work yet */
   CHECK (dl_classes_dispatch (c, now) == NULL);   /* still over w */
   done (c, v);
   u = dl_classes_dispatch (c, now);
@@ -335,57 +346,6 @@ test_cross_hazard (void)
   u = dl_classes_dispatch (c, now);
   CHECK (u == br);
   done (c, u);
-  finish_classes (c);
-}
-
-/* A learned dependent rt reader: between its reads, be writes wait
- * (for at most the anticipation), and its next read goes first.  Off
- * with anticipate = 0.
- */
-static void
-test_expected_reader (bool antic)
-{
-  struct dl_classes *c = mkclasses (antic ? NULL : no_anticipation, 2);
-  struct dl_req *u;
-  uint64_t off = 0;
-  int k, waited = 0;
-
-  for (k = 0; k < 32; k++)
-    cins (c, DL_PRIO_BE, DL_OP_WRITE, (1ULL << 40) + ((uint64_t) k << 20), 4 * KiB, 1);
-  /* Let the reader be learned: read, served alone, think 1 ms. */
-  for (k = 0; k < 40; k++) {
-    struct dl_req *r = cins (c, DL_PRIO_RT, DL_OP_READ, off, 4 * KiB, 7);
-    struct dl_req *x = NULL;
-
-    off += 4 * KiB;
-    u = dl_classes_dispatch (c, now);
-    CHECK (u == r);
-    if (!antic || k < 16)
-      x = dl_classes_dispatch (c, now);         /* a write beside it, perhaps */
-    now += 1 * MS;
-    done (c, u);
-    if (x)
-      done (c, x);
-    if (k >= 16 && antic) {
-      /* The reader is expected back: no be unit starts. */
-      if (dl_classes_dispatch (c, now) == NULL)
-        waited++;
-      else
-        CHECK (0);
-    }
-    now += 1 * MS;
-  }
-  if (antic)
-    CHECK_EQ (waited, 24);
-  else
-    CHECK_EQ (dl_classes_waiting (c), 0);        /* the writes went beside */
-  /* The reader gone: the writes go once the wait ends (bounded). */
-  now += 50 * MS;
-  u = dl_classes_dispatch (c, now);
-  if (antic)
-    CHECK (u != NULL && u->prio == DL_PRIO_BE);
-  if (u)
-    done (c, u);
   finish_classes (c);
 }
 
@@ -484,8 +444,6 @@ main (void)
   test_rt_held ();
   test_idle_half ();
   test_cross_hazard ();
-  test_expected_reader (true);
-  test_expected_reader (false);
   test_be_is_dl_sched ();
   return test_result ("classes");
 }

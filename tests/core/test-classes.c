@@ -204,6 +204,17 @@ test_idle_grace (void)
   u = dl_classes_dispatch (c, now);
   CHECK (u == i);
   done (c, u);
+
+  /* A be unit longer at the device than the grace: idle still waits. */
+  b = cins (c, DL_PRIO_BE, DL_OP_READ, 1ULL << 31, 4 * KiB, 2);
+  i = cins (c, DL_PRIO_IDLE, DL_OP_WRITE, 0, 4 * KiB, 1);
+  u = dl_classes_dispatch (c, now);
+  CHECK (u == b);
+  now += 500 * MS;
+  CHECK (dl_classes_dispatch (c, now) == NULL);
+  done (c, b);
+  CHECK (dl_classes_dispatch (c, now) == i);
+  done (c, i);
   finish_classes (c);
 }
 

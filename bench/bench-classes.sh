@@ -227,20 +227,27 @@ done
 
 median () { tr ' ' '\n' | { grep -v '^-$' || true; } | sort -g | awk '{ v[NR] = $1 } END {
     if (NR == 0) { print "-"; exit } printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+spread () { tr ' ' '\n' | { grep -v '^-$' || true; } | sort -g | awk 'NF { v[++n] = $1 } END {
+    if (n == 0) { print "-"; exit } printf "%g-%g", v[1], v[n] }'; }
 col () { local row=$1 i=$2 run; for run in $(seq "$RUNS"); do echo "${R[$row.$run]}" | awk -v i="$i" '{ print $i }'; done | tr '\n' ' '; }
 {
-    echo "# bench/bench-classes.sh -r $RUNS -n $NFILES -c \"$ROWS\""
-    echo "# commit $(git -C "$BENCH/.." rev-parse --short HEAD 2>/dev/null || echo unknown)," \
-         "$(date -u +%Y-%m-%d), slowdisk ${SLOWDISK_ARGS:-defaults}; medians of $RUNS runs"
-    printf "%-8s %8s %8s %6s %7s %7s %6s %9s %9s %9s\n" row cat-idle cat-flood ratio r-share w-share sum \
-        p99-idle p99-flood a-max-ms
+    echo "# bench/bench-classes.sh -r $RUNS -n $NFILES -c \"$ROWS\"${EXTRA:+ -x \"$EXTRA\"}"
+    echo "# commit $(git -C "$BENCH/.." describe --always --dirty 2>/dev/null || echo unknown)," \
+         "$(date -u +%Y-%m-%d), slowdisk ${SLOWDISK_ARGS:-defaults}, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    [ "$RUNS" -ge 3 ] || echo "# NOT A RESULT: fewer than 3 runs"
+    echo "# medians of $RUNS runs; [min-max] over the runs; cat in s, p99 of b's reads in the"
+    echo "# filter in ms, a's MiB/s during the cat (w) and alone (a-alone), a's longest write in ms"
+    printf "%-7s %6s %-11s %6s %7s %7s %5s %6s %-12s %7s %-11s %6s\n" row cat-id cat-flood ratio \
+        r-share w-share sum p99-id p99-flood a-alone "" a-max
     for row in $ROWS; do
-        ci=$(col "$row" 1 | median); cf=$(col "$row" 2 | median)
-        pi=$(col "$row" 3 | median); pf=$(col "$row" 4 | median)
-        wd=$(col "$row" 5 | median); wa=$(col "$row" 6 | median); mx=$(col "$row" 7 | median)
-        awk -v r="$row" -v ci="$ci" -v cf="$cf" -v pi="$pi" -v pf="$pf" -v wd="$wd" -v wa="$wa" -v mx="$mx" \
+        ci=$(col "$row" 1 | median); cf=$(col "$row" 2 | median); cfs=$(col "$row" 2 | spread)
+        pi=$(col "$row" 3 | median); pf=$(col "$row" 4 | median); pfs=$(col "$row" 4 | spread)
+        wd=$(col "$row" 5 | median); wa=$(col "$row" 6 | median); was=$(col "$row" 6 | spread)
+        mx=$(col "$row" 7 | median)
+        awk -v r="$row" -v ci="$ci" -v cf="$cf" -v cfs="[$cfs]" -v pi="$pi" -v pf="$pf" -v pfs="[$pfs]" \
+            -v wd="$wd" -v wa="$wa" -v was="[$was]" -v mx="$mx" \
             'BEGIN { rs = ci / cf; ws = wa > 0 ? wd / wa : 0
-                     printf "%-8s %8.2f %8.2f %6.2f %7.2f %7.2f %6.2f %9s %9s %9.0f\n",
-                            r, ci, cf, cf / ci, rs, ws, rs + ws, pi, pf, mx }'
+                     printf "%-7s %6.2f %5.2f %-5s %6.2f %7.2f %7.2f %5.2f %6s %5s %-6s %7.1f %-11s %6.0f\n",
+                            r, ci, cf, cfs, cf / ci, rs, ws, rs + ws, pi, pf, pfs, wa, was, mx }'
     done
 } | tee ${OUT:+"$OUT"}

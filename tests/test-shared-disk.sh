@@ -13,7 +13,8 @@
 #            the data of each export lands on its own partition, and
 #            each sorts at its offset on the disk;
 #   apart    one nbdkit per export (what one scheduler per export
-#            gives): more at once; the premise that the count can see it.
+#            gives): more at once; the premise that the count can see it;
+#   two      exports of two disks in one nbdkit: a warning.
 #
 # Requests of at most 64 KiB, aligned (integrity -M), no readahead and
 # no merging beyond 64 KiB: one unit is then one request at the disk
@@ -123,6 +124,24 @@ echo "$0: one scheduler per export, depth 1 each: at most $apart_max request(s) 
 if [ -z "$apart_busy" ] || [ "$apart_busy" -lt 20 ] || [ "$apart_busy" -lt $((3 * shared_busy)) ]; then
     echo "$0: FAIL: two schedulers did not show at the disk: the count cannot tell (premise)"
     fail=1
+fi
+if grep -q 'are on different disks' "$tmpdir/shared/nbd.sock.log"; then
+    echo "$0: FAIL: partitions of one disk called different disks"; fail=1
+fi
+
+# Exports of two disks in one nbdkit: a warning on the terminal (here
+# a file on this test's file system and one on /dev/shm, a tmpfs).
+if [ -d /dev/shm ] && [ "$(stat -c %d /dev/shm)" != "$(stat -c %d "$tmpdir")" ]; then
+    mkdir -p "$tmpdir/two"
+    truncate -s 1M "$tmpdir/two/here"
+    shm=$(mktemp /dev/shm/test-shared-disk.XXXXXX)
+    cleanup_fn rm -f "$shm"
+    truncate -s 1M "$shm"
+    ln -s "$shm" "$tmpdir/two/there"
+    start_nbdkit "$tmpdir/two.sock" --filter="$FILTER" file dir="$tmpdir/two" deadline-dispatch=next
+    stop_nbdkit "$tmpdir/two.sock"
+    grep -q 'deadline: warning: exports .* are on different disks' "$tmpdir/two.sock.log" ||
+        { echo "$0: FAIL: no warning for exports of two disks"; fail=1; }
 fi
 [ $fail = 0 ] || exit 1
 echo "$0: PASS"

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <dirent.h>
+#include <sys/sysmacros.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -318,6 +319,46 @@ dir_takes_direct (const char *dir)
   return yes;
 }
 
+/* dir=: exports of two disks in one nbdkit share one scheduler (one
+ * depth, one queue), which helps neither: said once, at start, on the
+ * terminal.  Not an error (a directory of images on one file system
+ * on several disks, RAID, LVM: the place is then a guess anyway).
+ */
+static void
+warn_disks (const char *dir)
+{
+  DIR *d = opendir (dir);
+  struct dirent *de;
+  char first[256] = "";
+  dev_t disk0 = 0, disk;
+
+  if (d == NULL)
+    return;
+  while ((de = readdir (d)) != NULL) {
+    char *path;
+    int r;
+
+    if (de->d_name[0] == '.' || asprintf (&path, "%s/%s", dir, de->d_name) < 0)
+      continue;
+    r = place_disk (path, &disk);
+    free (path);
+    if (r != 0)
+      continue;
+    if (first[0] == '\0') {
+      snprintf (first, sizeof first, "%s", de->d_name);
+      disk0 = disk;
+    }
+    else if (disk != disk0) {
+      fprintf (stderr, "nbdkit: deadline: warning: exports %s and %s are on different "
+               "disks (%u:%u, %u:%u), and one nbdkit has one scheduler for all its "
+               "exports; serve each disk from its own\n", first, de->d_name,
+               major (disk0), minor (disk0), major (disk), minor (disk));
+      break;
+    }
+  }
+  closedir (d);
+}
+
 static int
 deadline_get_ready (int thread_model)
 {
@@ -337,6 +378,8 @@ deadline_get_ready (int thread_model)
   }
   if (mode == ENGINE_NEXT)
     ep.dir = NULL;
+  if (dir_path)
+    warn_disks (dir_path);
   ep.dispatch = mode;
   ep.readonly = false;          /* falls back to read-only if refused */
   ep.tunables = params.tunables;

@@ -94,3 +94,58 @@ place_of (const char *path, uint64_t *byte)
   close (fd);
   return r;
 }
+
+/* A partition's whole disk (sysfs: the partition's parent directory);
+ * anything else is its own.
+ */
+static dev_t
+whole_disk (dev_t d)
+{
+  char path[96];
+  unsigned maj, min;
+  FILE *f;
+
+  snprintf (path, sizeof path, "/sys/dev/block/%u:%u/partition", major (d), minor (d));
+  if (access (path, F_OK) != 0)
+    return d;
+  snprintf (path, sizeof path, "/sys/dev/block/%u:%u/../dev", major (d), minor (d));
+  f = fopen (path, "r");
+  if (f == NULL)
+    return d;
+  if (fscanf (f, "%u:%u", &maj, &min) == 2)
+    d = makedev (maj, min);
+  fclose (f);
+  return d;
+}
+
+int
+place_disk (const char *path, dev_t *disk)
+{
+  struct stat st;
+  char sys[96], backing[4096];
+  FILE *f;
+  dev_t d;
+
+  if (stat (path, &st) != 0)
+    return -1;
+  if (S_ISREG (st.st_mode))
+    d = st.st_dev;
+  else if (S_ISBLK (st.st_mode)) {
+    d = st.st_rdev;
+    /* A loop device: where its backing file lies. */
+    snprintf (sys, sizeof sys, "/sys/dev/block/%u:%u/loop/backing_file",
+              major (d), minor (d));
+    if ((f = fopen (sys, "r")) != NULL) {
+      if (fgets (backing, sizeof backing, f) != NULL) {
+        backing[strcspn (backing, "\n")] = '\0';
+        if (stat (backing, &st) == 0)
+          d = st.st_dev;
+      }
+      fclose (f);
+    }
+  }
+  else
+    return -1;
+  *disk = whole_disk (d);
+  return 0;
+}

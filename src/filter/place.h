@@ -11,6 +11,7 @@
 #define NBD_DEADLINE_PLACE_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #define PLACE_UNKNOWN(n) ((UINT64_C (1) << 62) + ((uint64_t) (n) << 44))
 
@@ -18,5 +19,12 @@
  * known, -1 if not.
  */
 int place_of (const char *path, uint64_t *byte);
+
+/* The whole disk path lies on: a partition's disk, a loop device's
+ * backing file's, a file's file system's; 0 if known, -1 if not.
+ * (Exports of different disks in one nbdkit share one scheduler,
+ * which is not what the user wants: the filter warns.)
+ */
+int place_disk (const char *path, dev_t *disk);
 
 #endif

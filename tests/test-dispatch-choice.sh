@@ -47,8 +47,21 @@ expect next    --filter="$FILTER" --filter=delay file "$disk" delay-read=0
 # Other plugins.
 expect next    --filter="$FILTER" memory 1M
 expect refused --filter="$FILTER" memory 1M deadline-dispatch=direct
-# The file plugin in directory mode.
-expect refused --filter="$FILTER" file dir="$tmpdir" deadline-dispatch=direct
+# The file plugin in directory mode: each export's file O_DIRECT, one
+# scheduler for all; where the files cannot be opened so (tmpfs), the
+# layer below, and direct is refused.
+expect direct  --filter="$FILTER" file dir="$tmpdir"
+expect direct  --filter="$FILTER" file dir="$tmpdir" deadline-dispatch=direct
+expect next    --filter="$FILTER" file dir="$tmpdir" deadline-dispatch=next
+if shm=$(mktemp -d /dev/shm/test-dispatch-choice.XXXXXX); then
+    cleanup_fn rm -rf "$shm"
+    truncate -s 1M "$shm/img"
+    if [ "$(stat -f -c %T "$shm")" = tmpfs ] &&
+       ! dd if="$shm/img" of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null; then
+        expect next    --filter="$FILTER" file dir="$shm"
+        expect refused --filter="$FILTER" file dir="$shm" deadline-dispatch=direct
+    fi
+fi
 
 [ $fails -eq 0 ] || exit 1
 echo "$0: PASS"

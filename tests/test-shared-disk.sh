@@ -129,6 +129,24 @@ if grep -q 'are on different disks' "$tmpdir/shared/nbd.sock.log"; then
     echo "$0: FAIL: partitions of one disk called different disks"; fail=1
 fi
 
+# Writes answered early (deadline-writeback) keep their export's place
+# on the disk: two image files of one directory, each checked.
+mkdir -p "$tmpdir/wb"
+truncate -s 32M "$tmpdir/wb/x" "$tmpdir/wb/y"
+start_nbdkit "$tmpdir/wb.sock" --filter="$FILTER" file dir="$tmpdir/wb" deadline-writeback=4M
+expect_dispatch "$tmpdir/wb.sock" direct
+./integrity -x x -c 2 -d 16 -n 3000 -s 5 -m "$tmpdir/wb.x.model" "$tmpdir/wb.sock" >"$tmpdir/wb.x.out" 2>&1 &
+pid=$!
+./integrity -x y -c 2 -d 16 -n 3000 -s 6 -m "$tmpdir/wb.y.model" "$tmpdir/wb.sock" >"$tmpdir/wb.y.out" 2>&1 ||
+    { cat "$tmpdir/wb.y.out"; echo "$0: FAIL: integrity on y with writeback"; fail=1; }
+wait $pid || { cat "$tmpdir/wb.x.out"; echo "$0: FAIL: integrity on x with writeback"; fail=1; }
+stop_nbdkit "$tmpdir/wb.sock"
+grep -q 'wb_answered=[1-9]' "$tmpdir/wb.sock.log" ||
+    { echo "$0: FAIL: no write was answered early (test premise)"; fail=1; }
+./integrity --compare "$tmpdir/wb/x" "$tmpdir/wb.x.model" >/dev/null || { echo "$0: FAIL: x's data with writeback"; fail=1; }
+./integrity --compare "$tmpdir/wb/y" "$tmpdir/wb.y.model" >/dev/null || { echo "$0: FAIL: y's data with writeback"; fail=1; }
+echo "$0: writeback with two exports: every read and the files match"
+
 # Exports of two disks in one nbdkit: a warning on the terminal (here
 # a file on this test's file system and one on /dev/shm, a tmpfs).
 if [ -d /dev/shm ] && [ "$(stat -c %d /dev/shm)" != "$(stat -c %d "$tmpdir")" ]; then

@@ -323,6 +323,19 @@ idle_quiet (const struct dl_classes *c, uint64_t now)
     c->cls[DL_PRIO_IDLE]->st.inflight < half_depth (c);
 }
 
+/* May the class at position k of the service order start a unit now,
+ * by the rules between classes (its own rules are its own)?
+ */
+static bool
+class_may_start (const struct dl_classes *c, int k, uint64_t now)
+{
+  if (k == 0)
+    return true;
+  if (rt_busy (c) || rt_held_until (c, now) || lower_capped (c, now))
+    return false;
+  return order[k] != DL_PRIO_IDLE || idle_quiet (c, now);
+}
+
 struct dl_req *
 dl_classes_dispatch (struct dl_classes *c, uint64_t now)
 {
@@ -341,12 +354,27 @@ dl_classes_dispatch (struct dl_classes *c, uint64_t now)
 
     if (dl_waiting (c->cls[p]) == 0)
       continue;
-    if (k > 0 && (rt_busy (c) || rt_held_until (c, now) || lower_capped (c, now)))
-      return NULL;
-    if (p == DL_PRIO_IDLE && !idle_quiet (c, now))
+    if (!class_may_start (c, k, now))
       return NULL;
     if ((u = dl_dispatch (c->cls[p], now)) != NULL)
       return u;
+  }
+  return NULL;
+}
+
+struct dl_req *
+dl_classes_dispatch_flush (struct dl_classes *c, uint64_t now)
+{
+  int k;
+
+  for (k = 0; k < DL_NPRIO; k++) {
+    struct dl_sched *s = c->cls[order[k]];
+
+    if (s->pending_flush == NULL)
+      continue;
+    if (!class_may_start (c, k, now) && !class_aged (c, order[k], now))
+      return NULL;
+    return dl_dispatch (s, now);        /* a class hands its flush out first */
   }
   return NULL;
 }

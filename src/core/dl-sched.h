@@ -469,6 +469,10 @@ void dl_classes_get_tunables (const struct dl_classes *c, struct dl_tunables *t)
 void dl_classes_set_depth (struct dl_classes *c, uint32_t depth);
 int dl_classes_insert (struct dl_classes *c, struct dl_req *r, uint64_t now_ns);
 struct dl_req *dl_classes_dispatch (struct dl_classes *c, uint64_t now_ns);
+/* A flush, if one may go now (its class first, by the same rules), and
+ * nothing else: for a caller that gives flushes a slot of their own.
+ */
+struct dl_req *dl_classes_dispatch_flush (struct dl_classes *c, uint64_t now_ns);
 void dl_classes_complete (struct dl_classes *c, struct dl_req *unit,
                           uint64_t now_ns);
 uint64_t dl_classes_waiting (const struct dl_classes *c);

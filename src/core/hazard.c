@@ -73,20 +73,28 @@ holds (struct dl_req *v, void *arg)
   return v != u && v->seq < u->seq && conflict (u, v);
 }
 
-/* Is there an earlier, overlapping, conflicting unit not yet completed?
- * Held and dispatched units are in the busy tree, queued ones in the
- * sorted queues; a read need not look at queued reads.
+/* Is fn true of a unit not yet completed that overlaps u's live
+ * range?  Held and dispatched units are in the busy tree, queued ones
+ * in the sorted queues; a read need not look at queued reads (reads
+ * never conflict).
  */
-bool
-hazard_blocked (struct dl_sched *s, struct dl_req *u)
+static bool
+live_overlap (struct dl_sched *s, struct dl_req *u, dl_visit_fn *fn)
 {
   uint64_t lo = u->live_lo, hi = u->live_hi;
 
   if (lo >= hi)
     return false;
-  return busy_overlaps_at (RB_ROOT (&s->busy), lo, hi, holds, u) ||
-    sortq_overlaps (s, DL_WRITE, lo, hi, holds, u) ||
-    (u->dir == DL_WRITE && sortq_overlaps (s, DL_READ, lo, hi, holds, u));
+  return busy_overlaps_at (RB_ROOT (&s->busy), lo, hi, fn, u) ||
+    sortq_overlaps (s, DL_WRITE, lo, hi, fn, u) ||
+    (u->dir == DL_WRITE && sortq_overlaps (s, DL_READ, lo, hi, fn, u));
+}
+
+/* Is there an earlier, overlapping, conflicting unit not yet completed? */
+bool
+hazard_blocked (struct dl_sched *s, struct dl_req *u)
+{
+  return live_overlap (s, u, holds);
 }
 
 static bool
@@ -102,13 +110,7 @@ crosses (struct dl_req *v, void *arg)
 bool
 hazard_conflicts (struct dl_sched *s, struct dl_req *u)
 {
-  uint64_t lo = u->live_lo, hi = u->live_hi;
-
-  if (lo >= hi)
-    return false;
-  return busy_overlaps_at (RB_ROOT (&s->busy), lo, hi, crosses, u) ||
-    sortq_overlaps (s, DL_WRITE, lo, hi, crosses, u) ||
-    (u->dir == DL_WRITE && sortq_overlaps (s, DL_READ, lo, hi, crosses, u));
+  return live_overlap (s, u, crosses);
 }
 
 static bool

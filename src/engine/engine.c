@@ -487,12 +487,12 @@ pump (struct engine *e)
   dl_classes_stats (e->sched, &ss);
 
   /* A flush covers only writes already completed, so it need not wait
-   * for a slot behind writes in flight: it gets one beyond the depth.
-   * (The core hands flushes out first, so the unit is the flush.)
+   * for a slot behind writes in flight: it gets one beyond the depth
+   * (only a flush: dl_classes_dispatch_flush).
    */
   if (!e->draining && ss.queued_flushes > 0 &&
       e->flushes_inflight == 0) {
-    unit = dl_classes_dispatch (e->sched, now);
+    unit = dl_classes_dispatch_flush (e->sched, now);
     if (unit)
       hand_out (e, unit, now, true, NULL);
   }

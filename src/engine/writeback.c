@@ -111,6 +111,7 @@ wb_copy (struct engine *e, const struct engine_req *r)
   w->r.stream = r->stream;
   w->r.export_id = r->export_id;
   w->r.prio = r->prio;
+  w->r.sort_base = r->sort_base;
   w->e = e;
   return w;
 }

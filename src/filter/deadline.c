@@ -370,8 +370,12 @@ deadline_get_ready (int thread_model)
   ep.dispatch = mode;
   ep.path = file_path;
   ep.dir = file_path ? NULL : dir_path; /* direct with dir=: each export's file */
-  if (mode == ENGINE_DIRECT && ep.dir && params.dispatch == DISPATCH_AUTO &&
-      !dir_takes_direct (dir_path)) {
+  if (mode == ENGINE_DIRECT && ep.dir && !dir_takes_direct (dir_path)) {
+    if (params.dispatch == DISPATCH_DIRECT) {
+      nbdkit_error ("deadline-dispatch=direct refused: the files of %s cannot be opened "
+                    "with O_DIRECT", dir_path);
+      return -1;
+    }
     nbdkit_debug ("deadline: direct unavailable in %s (no O_DIRECT); dispatch=auto -> next",
                   dir_path);
     mode = ENGINE_NEXT;

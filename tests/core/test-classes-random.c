@@ -156,6 +156,13 @@ run (unsigned seed)
       dev[ndev++] = u;
       dl_classes_check (c);
     }
+    /* The engine's flush slot beyond the depth: a flush or nothing. */
+    if (ndev < 63 && (u = dl_classes_dispatch_flush (c, now)) != NULL) {
+      CHECK_EQ (u->op, DL_OP_FLUSH);
+      on_dispatch (c, u, depth, &t);
+      dev[ndev++] = u;
+      dl_classes_check (c);
+    }
     if (ndev == 0 && dl_classes_waiting (c)) {
       uint64_t w = dl_classes_next_timer (c, now);
 

@@ -360,6 +360,29 @@ test_cross_hazard (void)
   finish_classes (c);
 }
 
+/* The flush slot beyond the depth (the engine's): only ever a flush,
+ * and only when its class may go.
+ */
+static void
+test_flush_slot (void)
+{
+  struct dl_classes *c = mkclasses (no_anticipation, 2);
+  struct dl_req *r = cins (c, DL_PRIO_RT, DL_OP_READ, 0, 4 * KiB, 1);
+  struct dl_req *f = cins (c, DL_PRIO_BE, DL_OP_FLUSH, 0, 0, 2);
+  struct dl_req *u;
+
+  CHECK (dl_classes_dispatch_flush (c, now) == NULL);     /* rt's read waits: not it */
+  u = dl_classes_dispatch (c, now);
+  CHECK (u == r);
+  CHECK (dl_classes_dispatch_flush (c, now) == NULL);     /* rt at the device */
+  done (c, u);
+  u = dl_classes_dispatch_flush (c, now);
+  CHECK (u == f);
+  done (c, u);
+  CHECK (dl_classes_dispatch_flush (c, now) == NULL);
+  finish_classes (c);
+}
+
 /* All in be: exactly one dl_sched's order, for a random mix. */
 static void
 test_be_is_dl_sched (void)
@@ -453,6 +476,7 @@ main (void)
   test_idle_grace ();
   test_idle_bound ();
   test_rt_held ();
+  test_flush_slot ();
   test_idle_half ();
   test_cross_hazard ();
   test_be_is_dl_sched ();

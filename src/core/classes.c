@@ -301,11 +301,10 @@ lower_capped (const struct dl_classes *c, uint64_t now)
 static uint64_t
 rt_held_until (const struct dl_classes *c, uint64_t now)
 {
-  const struct dl_sched *rt = c->cls[DL_PRIO_RT];
   uint64_t until = c->rt_read_done_ns + c->t.anticipate_ns;
 
   if (c->rt_read_done_ns == 0 || c->t.anticipate_ns == 0 || now >= until ||
-      dl_waiting (rt) != 0 || rt->st.inflight != 0)
+      rt_busy (c))
     return 0;
   return until;
 }

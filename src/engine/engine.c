@@ -409,11 +409,12 @@ reserve_ahead (struct engine *e, struct dl_req *unit)
   struct engine_req *r = req_of (unit);
   uint64_t lo = unit->unit_offset + unit->unit_length - r->sort_base;
   uint64_t hi = lo + unit->ra_length;
+  uint64_t size = backing_for (e, r->export_id)->size;
 
   r->ra.idx = -1;
   r->ra_buf = NULL;
-  if (e->p.dispatch == ENGINE_DIRECT && hi > backing_for (e, r->export_id)->size)
-    hi = backing_for (e, r->export_id)->size; /* not past the end of the backing */
+  if (e->p.dispatch == ENGINE_DIRECT && hi > size)
+    hi = size;                  /* not past the end of the backing */
   if (unit->ra_length != 0 && hi > lo)
     r->ra = racache_reserve (&e->ra, r->export_id, lo, hi, &r->ra_buf);
   unit->ra_length = r->ra.idx < 0 ? 0 : hi - lo;
@@ -480,18 +481,15 @@ pump (struct engine *e)
 {
   uint64_t now = engine_now_ns (), t, waiting;
   struct dl_req *unit;
-  struct dl_stats ss;           /* engine_get_stats reads its own */
 
   issue_handoffs (e);
   waiting = dispatch_free_slots (e, now, true, NULL);
-  dl_classes_stats (e->sched, &ss);
 
   /* A flush covers only writes already completed, so it need not wait
    * for a slot behind writes in flight: it gets one beyond the depth
-   * (only a flush: dl_classes_dispatch_flush).
+   * (only a flush, and NULL when none waits: dl_classes_dispatch_flush).
    */
-  if (!e->draining && ss.queued_flushes > 0 &&
-      e->flushes_inflight == 0) {
+  if (!e->draining && waiting > 0 && e->flushes_inflight == 0) {
     unit = dl_classes_dispatch_flush (e->sched, now);
     if (unit)
       hand_out (e, unit, now, true, NULL);
@@ -1074,15 +1072,15 @@ int
 engine_export (struct engine *e, const char *name, enum dl_prio prio,
                uint64_t sort_base, uint32_t *id)
 {
+  struct backing b, *bp = NULL;
+  char *path, err[256];
+  int r;
+
   if ((unsigned) prio >= DL_NPRIO)
     return -EINVAL;
   /* DIRECT serves one file: every name is the same bytes, and must keep
    * one place on the disk (hazards between names hold only so).
    */
-  struct backing b, *bp = NULL;
-  char *path, err[256];
-  int r;
-
   if (e->p.dispatch == ENGINE_DIRECT && !e->multi)
     sort_base = 0;
   if (e->multi && exports_find (&e->exports, name) < 0) {
@@ -1117,6 +1115,17 @@ engine_export_backing (struct engine *e, uint32_t id, uint64_t *size, bool *read
   *size = x->b.size;
   *readonly = x->b.readonly;
   return true;
+}
+
+int
+engine_export_find (struct engine *e, const char *name, uint32_t *id)
+{
+  int r = exports_find (&e->exports, name);
+
+  if (r < 0)
+    return r;
+  *id = (uint32_t) r;
+  return 0;
 }
 
 void

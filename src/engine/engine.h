@@ -175,6 +175,8 @@ int engine_export (struct engine *e, const char *name, enum dl_prio prio,
 bool engine_export_backing (struct engine *e, uint32_t id, uint64_t *size,
                             bool *readonly);
 void engine_req_export (struct engine *e, struct engine_req *r, uint32_t id);
+/* The id of an export engine_export has seen: 0, or -ENOENT. */
+int engine_export_find (struct engine *e, const char *name, uint32_t *id);
 /* Change an export's class at run time: its next requests go to it.
  * 0, or -ENOENT for a name no client has opened.
  */

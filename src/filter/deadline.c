@@ -59,6 +59,20 @@ struct handle {
 static char *dir_path;
 static _Atomic uint32_t unknown_places; /* exports of unknown place so far */
 
+/* dir=: the path of the export NAME, or NULL if NAME cannot be a file
+ * of the directory (empty, ".", "..", or with a '/') or memory ran out.
+ */
+static char *
+dir_entry (const char *name)
+{
+  char *path;
+
+  if (name[0] == '\0' || strchr (name, '/') != NULL || strcmp (name, ".") == 0 ||
+      strcmp (name, "..") == 0 || asprintf (&path, "%s/%s", dir_path, name) < 0)
+    return NULL;
+  return path;
+}
+
 static void
 deadline_load (void)
 {
@@ -146,12 +160,9 @@ check_classes (void)
 
   for (i = 0; dir_path && i < params.nclass; i++) {
     const char *name = params.class_export[i];
-    char *path = NULL;
+    char *path = dir_entry (name);
     int ok;
 
-    if (strchr (name, '/') != NULL || name[0] == '\0' ||
-        asprintf (&path, "%s/%s", dir_path, name) < 0)
-      path = NULL;
     ok = path != NULL && stat (path, &st) == 0 && !S_ISDIR (st.st_mode);
     free (path);
     if (!ok) {
@@ -287,58 +298,42 @@ warn_threads (void)
            nbdkit_threads, THREADS_WANTED, THREADS_WANTED);
 }
 
-/* dir= and dispatch=auto: can the directory's files be opened O_DIRECT
+/* dir=, once at start: can the directory's files be opened O_DIRECT
  * (tmpfs cannot)?  Tried on its first file or block device; an empty
  * directory says yes (an export that cannot is refused at its open).
+ * And exports of two disks in one nbdkit share one scheduler (one
+ * depth, one queue), which helps neither: said on the terminal.  Not an
+ * error (images on one file system over several disks, RAID, LVM: the
+ * place is then a guess anyway).
  */
 static bool
-dir_takes_direct (const char *dir)
+survey_dir (void)
 {
-  DIR *d = opendir (dir);
+  DIR *d = opendir (dir_path);
   struct dirent *de;
-  bool yes = true;
+  bool yes = true, probed = false, warned = false;
+  char first[256] = "";
+  dev_t disk0 = 0, disk;
 
   if (d == NULL)
     return true;                /* the file plugin says why */
   while ((de = readdir (d)) != NULL) {
     struct stat st;
-    int fd;
+    char *path;
+    int fd, r;
 
     if (de->d_name[0] == '.' || fstatat (dirfd (d), de->d_name, &st, 0) != 0 ||
         !(S_ISREG (st.st_mode) || S_ISBLK (st.st_mode)))
       continue;
-    fd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECT | O_CLOEXEC);
-    if (fd < 0 && errno == EINVAL)
-      yes = false;
-    if (fd >= 0)
-      close (fd);
-    if (fd >= 0 || errno == EINVAL)
-      break;
-  }
-  closedir (d);
-  return yes;
-}
-
-/* dir=: exports of two disks in one nbdkit share one scheduler (one
- * depth, one queue), which helps neither: said once, at start, on the
- * terminal.  Not an error (a directory of images on one file system
- * on several disks, RAID, LVM: the place is then a guess anyway).
- */
-static void
-warn_disks (const char *dir)
-{
-  DIR *d = opendir (dir);
-  struct dirent *de;
-  char first[256] = "";
-  dev_t disk0 = 0, disk;
-
-  if (d == NULL)
-    return;
-  while ((de = readdir (d)) != NULL) {
-    char *path;
-    int r;
-
-    if (de->d_name[0] == '.' || asprintf (&path, "%s/%s", dir, de->d_name) < 0)
+    if (!probed) {
+      fd = openat (dirfd (d), de->d_name, O_RDONLY | O_DIRECT | O_CLOEXEC);
+      if (fd < 0 && errno == EINVAL)
+        yes = false;
+      if (fd >= 0)
+        close (fd);
+      probed = fd >= 0 || errno == EINVAL;
+    }
+    if (warned || (path = dir_entry (de->d_name)) == NULL)
       continue;
     r = place_disk (path, &disk);
     free (path);
@@ -353,10 +348,11 @@ warn_disks (const char *dir)
                "disks (%u:%u, %u:%u), and one nbdkit has one scheduler for all its "
                "exports; serve each disk from its own\n", first, de->d_name,
                major (disk0), minor (disk0), major (disk), minor (disk));
-      break;
+      warned = true;
     }
   }
   closedir (d);
+  return yes;
 }
 
 static int
@@ -367,10 +363,9 @@ deadline_get_ready (int thread_model)
   uint64_t need;
 
   engine_params_default (&ep);
-  ep.dispatch = mode;
   ep.path = file_path;
   ep.dir = file_path ? NULL : dir_path; /* direct with dir=: each export's file */
-  if (mode == ENGINE_DIRECT && ep.dir && !dir_takes_direct (dir_path)) {
+  if (dir_path && !survey_dir () && mode == ENGINE_DIRECT && ep.dir) {
     if (params.dispatch == DISPATCH_DIRECT) {
       nbdkit_error ("deadline-dispatch=direct refused: the files of %s cannot be opened "
                     "with O_DIRECT", dir_path);
@@ -382,8 +377,6 @@ deadline_get_ready (int thread_model)
   }
   if (mode == ENGINE_NEXT)
     ep.dir = NULL;
-  if (dir_path)
-    warn_disks (dir_path);
   ep.dispatch = mode;
   ep.readonly = false;          /* falls back to read-only if refused */
   ep.tunables = params.tunables;
@@ -504,11 +497,14 @@ export_of (const char *name, uint32_t *id)
   uint64_t base = 0;
   int r;
 
+  /* Its class and place are the engine's once it has one (the first
+   * connection to it): no second look at the disk.
+   */
+  if (engine_export_find (engine, name, id) == 0)
+    return 0;
   if (dir_path) {
-    char *path = NULL;
+    char *path = dir_entry (name);
 
-    if (strchr (name, '/') != NULL || asprintf (&path, "%s/%s", dir_path, name) < 0)
-      path = NULL;
     if (path == NULL || place_of (path, &base) != 0)
       base = PLACE_UNKNOWN (atomic_fetch_add (&unknown_places, 1));
     free (path);
